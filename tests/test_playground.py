@@ -490,6 +490,13 @@ def png(width=2, height=2):
             + part(b"IDAT", zlib.compress(rows)) + part(b"IEND", b""))
 
 
+def loads(driver, url):
+    """Whether an image loads from ``url`` in the page."""
+    return driver.execute_async_script(
+        "var img = new Image(), done = arguments[1]; img.onload = function () { done(true); };"
+        "img.onerror = function () { done(false); }; img.src = arguments[0];", url)
+
+
 def test_uploaded_image_reaches_the_request_body_as_inline_data(page, upstream, tmp_path):
     image = png()
     path = tmp_path / "dot.png"
@@ -497,6 +504,8 @@ def test_uploaded_image_reaches_the_request_body_as_inline_data(page, upstream, 
     css(page, "#file").send_keys(str(path))
     chip = wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, "#attachments .attachment"), "the attachment")[0]
     assert chip.text.startswith("dot.png · {} B".format(len(image)))
+    preview = chip.find_element(By.TAG_NAME, "img").get_attribute("src")
+    assert preview.startswith("blob:") and loads(page, preview)
     upstream.replies.append(text_reply("A red dot."))
     type_and_send(page, "What is this?")
     wait_done(page)
@@ -510,6 +519,47 @@ def test_uploaded_image_reaches_the_request_body_as_inline_data(page, upstream, 
     assert [img.get_attribute("src") for img in shown] == ["data:image/png;base64," + encoded]
     assert page.execute_script("return arguments[0].naturalWidth", shown[0]) == 2   # decoded: allowed by img-src
     assert not page.find_elements(By.CSS_SELECTOR, "#attachments .attachment")
+    page.allow = (preview + " - Failed to load resource: net::ERR_FILE_NOT_FOUND",)  # (the probe below)
+    assert not loads(page, preview)  # the preview's blob URL was revoked: the page does not keep the file
+
+
+def attachment_chips(driver):
+    return [c.text.split(" · ")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#attachments .attachment")]
+
+
+def test_images_over_the_size_limit_are_refused_before_they_are_read(page, upstream, tmp_path):
+    """An image is read into the page (as base64) and sent with every later turn: one over the limit, or one
+    that would take the message's images over it, is refused with a message before it is read."""
+    limit = page.execute_script("return window.agenthubPlayground.maxImageBytes")
+    assert limit == 20 * 1024 * 1024
+    big = tmp_path / "huge.png"
+    big.write_bytes(png() + b"\0" * (limit + 1 - len(png())))
+    css(page, "#file").send_keys(str(big))
+    wait(page, lambda d: "huge.png" in d.find_element(By.ID, "status").text, "the refusal")
+    assert css(page, "#status").text == ("huge.png (20.0 MB) is not attached: the images of one message may be "
+                                         "20.0 MB in all")
+    assert css(page, "#status").get_attribute("class") == "bad"
+    assert attachment_chips(page) == []
+
+    half = tmp_path / "half.png"
+    half.write_bytes(png() + b"\0" * (limit // 2 + 1 - len(png())))
+    small = tmp_path / "dot.png"
+    small.write_bytes(png())
+    css(page, "#file").send_keys("\n".join([str(half), str(half), str(small)]))  # the second half is one byte too many
+    wait(page, lambda d: len(attachment_chips(d)) == 2, "two attachments")
+    assert css(page, "#status").text == ("half.png (10.0 MB) is not attached: the images of one message may be "
+                                         "20.0 MB in all")
+    assert sorted(attachment_chips(page)) == ["dot.png", "half.png"]
+    upstream.replies.append(text_reply("Two images."))
+    type_and_send(page, "What are these?")
+    wait_done(page)
+    assert css(page, "#status").text.startswith("Done")
+    sent = page.site.app.bodies[0]["messages"][0]["content_items"]
+    assert sorted(len(base64.b64decode(i["data"]["__bytes__"])) for i in sent if i["type"] == "inline_data") == [
+        len(png()), limit // 2 + 1]
+    assert attachment_chips(page) == []
+    css(page, "#file").send_keys(str(half))  # the sent images no longer count
+    wait(page, lambda d: attachment_chips(d) == ["half.png"], "the attachment")
 
 
 def test_model_output_with_html_is_shown_as_text(page, upstream):
@@ -596,6 +646,31 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
     wait_done(page)
     assert page.site.app.bodies[-1]["messages"][:2] == exported["history"]
     assert page.site.app.bodies[-1]["config"] == {"system_prompt": "Describe images.", "seed": 3}
+
+
+def test_a_trace_with_malformed_items_is_refused_and_the_conversation_kept(page, upstream, tmp_path):
+    upstream.replies.append(text_reply("Kept."))
+    type_and_send(page, "hello")
+    wait_done(page)
+    before = history(page)
+    shown = [m.text for m in page.find_elements(By.CSS_SELECTOR, "#transcript .message")]
+    bad = [None, "text", [], {"text": "no type"}, {"type": 3},
+           {"type": "tool_result", "tool_call_id": "a", "text": "t", "images": "data:image/png;base64,AA=="}]
+    for n, item in enumerate(bad):
+        path = tmp_path / "bad{}.json".format(n)
+        path.write_text(json.dumps({"model": "fake", "config": {}, "history": [
+            {"role": "user", "content_items": [{"type": "text", "text": "hi"}, item]}]}))
+        css(page, "#trace-file").send_keys(str(path))
+        wait(page, lambda d: "bad{}.json".format(n) in d.find_element(By.ID, "status").text, "the refusal")
+        assert css(page, "#status").text == "bad{}.json is not an agenthub trace".format(n)
+        assert history(page) == before
+        assert [m.text for m in page.find_elements(By.CSS_SELECTOR, "#transcript .message")] == shown
+    # the page still works: the next turn goes with the kept conversation
+    upstream.replies.append(text_reply("Still here."))
+    type_and_send(page, "again")
+    wait_done(page)
+    assert css(page, "#status").text.startswith("Done")
+    assert page.site.app.bodies[-1]["messages"][:2] == before
 
 
 def test_the_page_is_served_with_its_csp_and_needs_nothing_it_refuses(page):
