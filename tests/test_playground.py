@@ -786,6 +786,28 @@ def test_settings_are_checked_before_anything_is_sent(page, upstream):
     assert css(page, "#input").get_attribute("value") == "hello"
 
 
+
+def test_number_fields_the_browser_cannot_read_are_refused_not_dropped(page, upstream):
+    """A number field holding what is no number ("1e", "e") reads as "" in the browser (validity.badInput):
+    it is refused as a bad setting, never sent as if the field were empty."""
+    css(page, "#max-tokens").send_keys("1e")
+    css(page, "#temperature").send_keys("e")
+    assert page.execute_script("return [document.getElementById('max-tokens').value, "
+                               "document.getElementById('temperature').value]") == ["", ""]
+    type_and_send(page, "hello")
+    assert css(page, "#status").text == ("Fix the settings: max tokens must be a positive whole number; "
+                                         "temperature must be a number ≥ 0")
+    assert "invalid" in css(page, "#max-tokens").get_attribute("class")
+    assert "invalid" in css(page, "#temperature").get_attribute("class")
+    assert page.site.app.bodies == [] and upstream.requests == []
+    css(page, "#max-tokens").clear()
+    css(page, "#temperature").clear()
+    upstream.replies.append(text_reply("ok"))
+    css(page, "#send").click()
+    wait_done(page)
+    assert css(page, "#status").text.startswith("Done")
+    assert page.site.app.bodies[0]["config"] == {}
+
 # -- the page's own pieces, against the library's --------------------------------------------------
 
 FOLD_CASES = [

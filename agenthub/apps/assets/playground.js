@@ -240,17 +240,18 @@ function readConfig() {
   if (system.trim()) { config.system_prompt = system; }
   if ($("thinking").value) { config.thinking_level = $("thinking").value; }
   if ($("summary").checked) { config.thinking_summary = true; }
+  // (a number field holding no number, "1e", reads as "": its validity says it is not empty)
   var maxTokens = $("max-tokens").value.trim();
   $("max-tokens").classList.remove("invalid");
-  if (maxTokens) {
-    var n = Number(maxTokens);
+  if (maxTokens || $("max-tokens").validity.badInput) {
+    var n = maxTokens ? Number(maxTokens) : NaN;
     if (!Number.isInteger(n) || n <= 0) { problems.push("max tokens must be a positive whole number"); $("max-tokens").classList.add("invalid"); }
     else { config.max_tokens = n; }
   }
   var temperature = $("temperature").value.trim();
   $("temperature").classList.remove("invalid");
-  if (temperature) {
-    var t = Number(temperature);
+  if (temperature || $("temperature").validity.badInput) {
+    var t = temperature ? Number(temperature) : NaN;
     if (!isFinite(t) || t < 0) { problems.push("temperature must be a number ≥ 0"); $("temperature").classList.add("invalid"); }
     else { config.temperature = t; }
   }
