@@ -454,8 +454,11 @@ def test_keep_alive_comments_keep_the_page_waiting(browser, upstream):
         type_and_send(browser, "hello")
         wait(browser, lambda d: "keep-alive" in d.find_element(By.ID, "status").text, "a keep-alive")
         assert css(browser, "#stop").is_enabled()
+        # what would replace the conversation waits for the answer (a trace picked now would be ignored)
+        assert not css(browser, "#open").is_enabled() and not css(browser, "#clear").is_enabled()
         gate.set()
         wait_done(browser)
+        assert css(browser, "#open").is_enabled() and css(browser, "#clear").is_enabled()
         assert last_answer(browser).find_element(By.CSS_SELECTOR, ".text").text == "Late."
         assert bad_entries(console(browser)) == []
     finally:

@@ -616,6 +616,7 @@ function updateButtons() {
   $("stop").disabled = !state.busy;
   $("export").disabled = !state.history.length;
   $("clear").disabled = state.busy || (!state.history.length && !transcript.querySelector(".message"));
+  $("open").disabled = state.busy;
 }
 function renderAttachments() {
   var box = $("attachments");
