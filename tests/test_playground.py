@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import struct
 import tempfile
 import threading
@@ -443,6 +444,33 @@ def test_abort_stops_the_stream_says_aborted_and_frees_the_upstream(page, upstre
     assert css(page, "#status").text.startswith("Done")
     assert [m["role"] for m in history(page)] == ["user", "assistant"]
 
+
+
+def test_stop_before_the_first_token_closes_the_upstream_connection(page, upstream):
+    """Stop while the model is still silent (no event yet, the page waiting for the server's answer): the
+    server's connection to the upstream is closed too (the fake sees the end of its connection while it is
+    still holding the answer back), and the stream's slot is free for the next turn."""
+    gate = threading.Event()
+    silent = Reply([gate] + text_reply("Too late.").steps)
+    upstream.replies.append(silent)
+    type_and_send(page, "hello")
+    wait(page, lambda d: upstream.requests, "the upstream request")
+    connection = upstream._connections[-1]
+    css(page, "#stop").click()
+    wait(page, lambda d: d.find_element(By.ID, "status").text == "Aborted.", "the aborted status")
+    connection.settimeout(5)
+    try:
+        assert connection.recv(1, socket.MSG_PEEK) == b""  # the server closed its end: EOF, not a timeout
+    finally:
+        connection.settimeout(None)
+        gate.set()
+    assert silent.finished.wait(5)
+    assert history(page) == []
+    upstream.replies.append(text_reply("Short."))
+    css(page, "#send").click()
+    wait_done(page)
+    assert css(page, "#status").text.startswith("Done")
+    assert history(page)[1]["content_items"] == [{"type": "text", "text": "Short."}]
 
 def test_keep_alive_comments_keep_the_page_waiting(browser, upstream):
     site = make_site(upstream, keepalive_seconds=0.1)
