@@ -708,6 +708,8 @@ def test_the_page_is_served_with_its_csp_and_needs_nothing_it_refuses(page):
     with urlopen(page.site.url) as answer:
         assert answer.headers["Content-Security-Policy"] == playground.CSP
         assert answer.headers["Content-Type"].startswith("text/html")
+        assert sorted((k, v) for k, v in answer.headers.items() if k not in ("Server", "Date", "Connection")) == sorted(
+            playground.HEADERS + [("Content-Length", str(len(playground.PAGE)))])
         body = answer.read()
     assert body == playground.PAGE
     policy = dict(part.strip().split(" ", 1) for part in playground.CSP.split(";"))
@@ -731,6 +733,33 @@ def test_the_page_is_served_with_its_csp_and_needs_nothing_it_refuses(page):
     assert any("requires 'TrustedScript' assignment" in m for m in refused), refused
     assert any("Applying inline style violates" in m and "Content Security Policy" in m for m in refused), refused
 
+
+
+def test_a_page_elsewhere_that_opens_the_playground_cannot_reach_or_navigate_it(browser, site):
+    """Cross-Origin-Opener-Policy: a page of another origin that opened the playground in a window gets no
+    handle on it (it could otherwise send it, later, to a look-alike page asking for the server key)."""
+    elsewhere = site.url.replace("127.0.0.1", "localhost") + "v1/models"  # another origin (same server)
+    browser.get(elsewhere)
+    mine = browser.current_window_handle
+    browser.execute_script("window.__opened = window.open(arguments[0], 'playground')", site.url)
+    try:
+        wait(browser, lambda d: len(d.window_handles) == 2, "the opened window")
+        opened = [h for h in browser.window_handles if h != mine][0]
+        browser.switch_to.window(opened)
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"), "the model list")
+        browser.switch_to.window(mine)
+        assert browser.execute_script("return window.__opened.closed") is True  # severed, not open
+        browser.execute_script("try { window.__opened.location = 'about:blank#taken'; } catch (e) {}")
+        time.sleep(0.3)
+        browser.switch_to.window(opened)
+        assert browser.current_url == site.url
+        assert browser.execute_script("return window.opener") is None
+    finally:
+        for handle in browser.window_handles:
+            if handle != mine:
+                browser.switch_to.window(handle)
+                browser.close()
+        browser.switch_to.window(mine)
 
 def test_server_key_is_asked_kept_in_session_storage_and_asked_again_on_401(browser, upstream):
     site = make_site(upstream, api_keys=["s3cret-key"])
