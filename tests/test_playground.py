@@ -297,9 +297,9 @@ def type_and_send(driver, text):
     css(driver, "#send").click()
 
 
-def wait_done(driver):
+def wait_done(driver, timeout=8):
     wait(driver, lambda d: d.find_element(By.ID, "status").text.startswith(("Done", "Aborted"))
-         or "bad" in d.find_element(By.ID, "status").get_attribute("class"), "the end of the turn")
+         or "bad" in d.find_element(By.ID, "status").get_attribute("class"), "the end of the turn", timeout)
 
 
 def last_answer(driver):
@@ -555,7 +555,9 @@ def test_uploaded_image_reaches_the_request_body_as_inline_data(page, upstream, 
 
 
 def attachment_chips(driver):
-    return [c.text.split(" · ")[0] for c in driver.find_elements(By.CSS_SELECTOR, "#attachments .attachment")]
+    """The names on the attachment chips (read in one script: the chips are redrawn as files are read)."""
+    return driver.execute_script("return Array.prototype.map.call(document.querySelectorAll("
+                                 "'#attachments .attachment span'), function (s) { return s.textContent.split(' · ')[0]; })")
 
 
 def test_images_over_the_size_limit_are_refused_before_they_are_read(page, upstream, tmp_path):
@@ -566,7 +568,7 @@ def test_images_over_the_size_limit_are_refused_before_they_are_read(page, upstr
     big = tmp_path / "huge.png"
     big.write_bytes(png() + b"\0" * (limit + 1 - len(png())))
     css(page, "#file").send_keys(str(big))
-    wait(page, lambda d: "huge.png" in d.find_element(By.ID, "status").text, "the refusal")
+    wait(page, lambda d: "huge.png" in d.find_element(By.ID, "status").text, "the refusal", 30)
     assert css(page, "#status").text == ("huge.png (20.0 MB) is not attached: the images of one message may be "
                                          "20.0 MB in all")
     assert css(page, "#status").get_attribute("class") == "bad"
@@ -577,20 +579,20 @@ def test_images_over_the_size_limit_are_refused_before_they_are_read(page, upstr
     small = tmp_path / "dot.png"
     small.write_bytes(png())
     css(page, "#file").send_keys("\n".join([str(half), str(half), str(small)]))  # the second half is one byte too many
-    wait(page, lambda d: len(attachment_chips(d)) == 2, "two attachments")
+    wait(page, lambda d: len(attachment_chips(d)) == 2, "two attachments", 30)
     assert css(page, "#status").text == ("half.png (10.0 MB) is not attached: the images of one message may be "
                                          "20.0 MB in all")
     assert sorted(attachment_chips(page)) == ["dot.png", "half.png"]
     upstream.replies.append(text_reply("Two images."))
     type_and_send(page, "What are these?")
-    wait_done(page)
+    wait_done(page, 60)  # (10 MB to send: room for a busy machine)
     assert css(page, "#status").text.startswith("Done")
     sent = page.site.app.bodies[0]["messages"][0]["content_items"]
     assert sorted(len(base64.b64decode(i["data"]["__bytes__"])) for i in sent if i["type"] == "inline_data") == [
         len(png()), limit // 2 + 1]
     assert attachment_chips(page) == []
     css(page, "#file").send_keys(str(half))  # the sent images no longer count
-    wait(page, lambda d: attachment_chips(d) == ["half.png"], "the attachment")
+    wait(page, lambda d: attachment_chips(d) == ["half.png"], "the attachment", 30)
 
 
 def test_model_output_with_html_is_shown_as_text(page, upstream):
