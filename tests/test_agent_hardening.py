@@ -332,3 +332,70 @@ def test_abort_while_a_model_stream_is_read_ends_the_run_at_once():
     assert ended and all(e["event_type"] != "stop" for e in out["value"])
     result = run.result()
     assert result.stop == "aborted" and result.turns == 0 and result.messages == []
+
+
+# -- what a tool raises or returns that the result item must not lose or mangle ----------------------------------
+
+class _NoText(Exception):
+    """An exception whose text cannot be read (its __str__ raises: a library's exception built without the
+    attribute its __str__ formats)."""
+
+    def __str__(self):
+        raise AttributeError("'_NoText' object has no attribute 'detail'")
+
+
+@tool
+def unreadable() -> str:
+    """Raise an exception whose text cannot be read."""
+    raise _NoText()
+
+
+@tool
+def fine() -> str:
+    """Return a fixed text."""
+    return "fine"
+
+
+@pytest.mark.parametrize("calls", [[("c1", "unreadable", "{}")],  # inline, in the run's thread
+                                   [("c1", "unreadable", "{}"), ("c2", "fine", "{}")]])  # on the run's threads
+def test_an_exception_whose_text_cannot_be_read_is_an_error_result_and_the_run_goes_on(calls):
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[unreadable, fine]).result()
+        sent = tool_results(server.requests[1])
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"][0] == {
+        "type": "tool_result", "tool_call_id": "c1", "is_error": True,
+        "text": "_NoText: (its text could not be read: AttributeError)"}
+    assert sent[0] == {"role": "tool", "tool_call_id": "c1",
+                       "content": "_NoText: (its text could not be read: AttributeError)"}
+
+
+PNG_URI = "data:image/png;base64,iVBORw0KGgo="
+
+
+@pytest.mark.parametrize("returned, item", [
+    # one image as a str: one image (not a list of its characters)
+    ({"type": "tool_result", "text": "a chart", "images": PNG_URI}, {"text": "a chart", "images": [PNG_URI]}),
+    ({"type": "tool_result", "text": "two", "images": (PNG_URI, PNG_URI)}, {"text": "two", "images": [PNG_URI] * 2}),
+    # a text that is no str: as JSON, as any other value a tool returns (not Python's repr)
+    ({"type": "tool_result", "text": {"rows": [1, None, True]}}, {"text": '{"rows": [1, null, true]}'}),
+    ({"type": "tool_result", "text": None}, {"text": ""}),
+    # images that are no data URLs (str): an error result the model reads, not a request that fails or mangles them
+    ({"type": "tool_result", "text": "x", "images": [b"\x89PNG"]},
+     {"text": "TypeError: a tool_result's images must be a list of data: URLs (str); got a list holding a bytes",
+      "is_error": True}),
+    ({"type": "tool_result", "text": "x", "images": 7},
+     {"text": "TypeError: a tool_result's images must be a list of data: URLs (str); got a int", "is_error": True}),
+])
+def test_a_returned_tool_result_item_keeps_its_images_and_text(returned, item):
+    @tool
+    def chart() -> dict:
+        """Draw a chart."""
+        return returned
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "chart", "{}")])]), Answer([chat_text("ok")])]
+        result = client_for(server, model="gpt-4o").run([USER], tools=[chart]).result()
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [dict({"type": "tool_result", "tool_call_id": "c1"}, **item)]

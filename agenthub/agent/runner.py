@@ -329,7 +329,11 @@ def error_text(exc: BaseException, secrets: Sequence[str] = ()) -> str:
     """``Type: text``, one paragraph, at most MAX_ERROR_CHARS, with ``secrets`` (the client's credential
     values), the environment's secrets and the credentials written in the text (a URL's ``user:password@``,
     a token query parameter) scrubbed (agenthub._redact.scrub_free_text)."""
-    text = scrub_free_text(str(exc).strip(), secrets)
+    try:
+        text = str(exc)
+    except Exception as unreadable:  # (its __str__ raised: a library's exception built without what it formats)
+        text = "(its text could not be read: {})".format(type(unreadable).__name__)
+    text = scrub_free_text(text.strip(), secrets)
     text = " ".join(text.split())
     if len(text) > MAX_ERROR_CHARS:
         text = text[:MAX_ERROR_CHARS - 3] + "..."
@@ -371,9 +375,12 @@ def result_item(value: Any, call_id: str) -> Dict[str, Any]:
     if type(value) is str:
         return {"type": "tool_result", "tool_call_id": call_id, "text": value}
     if isinstance(value, _Mapping) and value.get("type") == "tool_result":
-        item = {"type": "tool_result", "tool_call_id": call_id, "text": str(value.get("text") or "")}
-        if value.get("images"):
-            item["images"] = list(value["images"])
+        text = value.get("text")
+        item = {"type": "tool_result", "tool_call_id": call_id,
+                "text": text if isinstance(text, str) else "" if text is None else _RESULT_JSON.encode(text)}
+        images = value.get("images")
+        if images:
+            item["images"] = _images(images)
         if value.get("is_error"):
             item["is_error"] = True
         return item
@@ -393,6 +400,21 @@ def result_item(value: Any, call_id: str) -> Dict[str, Any]:
             return {"type": "tool_result", "tool_call_id": call_id,
                     "text": "({} bytes of binary data)".format(len(data))}
     return {"type": "tool_result", "tool_call_id": call_id, "text": _RESULT_JSON.encode(value)}
+
+
+def _images(images: Any) -> List[str]:
+    """A returned tool_result item's ``images``: a list of data: URLs (one str is one image); anything else is a
+    TypeError (the call's error result)."""
+    if isinstance(images, str):
+        return [images]
+    if isinstance(images, (list, tuple)):
+        odd = next((image for image in images if not isinstance(image, str)), None)
+        if odd is None:
+            return list(images)
+        got = "a {} holding a {}".format(type(images).__name__, type(odd).__name__)
+    else:
+        got = "a {}".format(type(images).__name__)
+    raise TypeError("a tool_result's images must be a list of data: URLs (str); got {}".format(got))
 
 
 def _error(call_id: str, text: str) -> Dict[str, Any]:
