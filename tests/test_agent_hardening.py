@@ -399,3 +399,35 @@ def test_a_returned_tool_result_item_keeps_its_images_and_text(returned, item):
         result = client_for(server, model="gpt-4o").run([USER], tools=[chart]).result()
     assert result.stop == "done"
     assert result.messages[1]["content_items"] == [dict({"type": "tool_result", "tool_call_id": "c1"}, **item)]
+
+
+@tool
+def listing(folder: str) -> object:
+    """List a folder whose file names are not all UTF-8 (decoded with surrogateescape, as os.listdir does)."""
+    names = ["ok.txt", b"caf\xe9.txt".decode("utf-8", "surrogateescape"), "\ud83d\ude00.txt"]
+    if folder == "raise":
+        raise ValueError("cannot open {}".format(names[1]))
+    if folder == "json":
+        return {"names": names}
+    return "\n".join(names)
+
+
+@pytest.mark.parametrize("folder, text, is_error", [
+    ("str", "ok.txt\ncaf\ufffd.txt\n\U0001F600.txt", False),
+    ("json", '{"names": ["ok.txt", "caf\ufffd.txt", "\U0001F600.txt"]}', False),
+    ("raise", "ValueError: cannot open caf\ufffd.txt", True),
+])
+def test_a_lone_surrogate_in_what_a_tool_returns_or_raises_is_u_fffd_and_the_run_goes_on(folder, text, is_error):
+    """As an MCP server's result (tests/test_mcp_runner.py): a half of a UTF-16 pair alone is U+FFFD, the two
+    halves of one character side by side that character; the next request is sent, not a ConfigError."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "listing", json.dumps({"folder": folder}))])]),
+                           Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[listing]).result()
+        sent = tool_results(server.requests[1])
+    item = {"type": "tool_result", "tool_call_id": "c1", "text": text}
+    if is_error:
+        item["is_error"] = True
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [item]
+    assert sent == [{"role": "tool", "tool_call_id": "c1", "content": text}]

@@ -77,7 +77,7 @@ from ..errors import (AgentHubError, ConfigError, EmptyResponseError, StreamProt
                       UpstreamError)
 from ..output.parse import MAX_RETRIES as MAX_OUTPUT_RETRIES, assess, judge
 from ..output.shape import shape
-from ..stream import Collector, now_ms
+from ..stream import Collector, now_ms, text_is_utf8
 from ..toolcalls import broken_calls
 from ..types import USAGE_KEYS, AssistantMessage, Message, ToolCallItem, UniEvent, UsageMetadata
 from ..typeschema import Compiled, compile as compile_type
@@ -333,11 +333,20 @@ def error_text(exc: BaseException, secrets: Sequence[str] = ()) -> str:
         text = str(exc)
     except Exception as unreadable:  # (its __str__ raised: a library's exception built without what it formats)
         text = "(its text could not be read: {})".format(type(unreadable).__name__)
-    text = scrub_free_text(text.strip(), secrets)
+    text = scrub_free_text(_utf8(text).strip(), secrets)
     text = " ".join(text.split())
     if len(text) > MAX_ERROR_CHARS:
         text = text[:MAX_ERROR_CHARS - 3] + "..."
     return "{}: {}".format(type(exc).__name__, text) if text else type(exc).__name__
+
+
+def _utf8(text: str) -> str:
+    """``text`` as UTF-8 can carry it (what the next request sends): the two halves of one UTF-16 pair side by
+    side joined into their character, a half alone (bytes decoded with ``surrogateescape``: a file name that is
+    no UTF-8) U+FFFD, as an MCP server's result has it (agenthub.mcp.results.clean_text)."""
+    if text_is_utf8(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _sniff(data: bytes) -> Optional[str]:
@@ -2354,6 +2363,8 @@ class Run(object):
         finally:
             _CURRENT.reset(token)
         item = result_item(value, call_id)
+        if not text_is_utf8(item["text"]):  # (a tool's text with a lone surrogate: no request could carry it)
+            item["text"] = _utf8(item["text"])
         if entry.kind == "provider" and isinstance(item.get("text"), str):
             # the credentials the caller gave for reaching it (an MCP server's headers, its URL's token, its env=
             # values) never reach the model, whatever the server answers
