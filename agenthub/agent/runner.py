@@ -2042,6 +2042,13 @@ class Run(object):
                     continue
                 else:
                     arguments = dict(decision["arguments"])
+                    if entry.check is not None:  # a strict tool: edited arguments held to its schema as the model's
+                        try:
+                            entry.check.convert(arguments, style="tool")
+                        except ValueError as exc:
+                            tasks.append((index, call, None, "invalid arguments for {}: {}".format(entry.name, exc),
+                                          None))
+                            continue
                 shown = arguments
                 if self._unsettled and not entry.idempotent:
                     refused = self._repeat_refused(entry.name, shown)
