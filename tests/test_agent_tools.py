@@ -440,3 +440,26 @@ def test_every_problem_is_reported_and_a_constructors_own_error_propagates():
     with pytest.raises(RuntimeError) as raised:  # the runner words it with error_text (secrets scrubbed)
         booked.convert({"seat": {"row": 41}, "n": 1})
     assert str(raised.value) == "row 41 does not exist"
+
+
+def test_a_none_default_accepts_null_on_every_python():
+    """``x: int = None``: typing.get_type_hints made it Optional[int] up to Python 3.10 and no longer does from
+    3.11; the tool's schema and its check are the same on every Python: the model is told null is allowed (its
+    default), and a null it sends is the function's None, not an error result."""
+
+    @tool
+    def find(query: str, limit: int = None, tags: List[str] = None, exact: Optional[bool] = None) -> str:
+        """Find."""
+        return "{} {} {} {}".format(query, limit, tags, exact)
+
+    assert find.schema["parameters"] == {"type": "object", "properties": {
+        "query": {"type": "string"},
+        "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+        "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": None},
+        "exact": {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": None}},
+        "required": ["query"]}
+    assert find.run({"query": "q", "limit": None, "tags": None, "exact": None}) == "q None None None"
+    assert find.run({"query": "q", "limit": 3.0, "tags": ["a"]}) == "q 3 ['a'] None"
+    with pytest.raises(ValueError) as info:
+        find.run({"query": "q", "limit": "3"})
+    assert str(info.value) == "limit must be an integer, got a string"

@@ -11,7 +11,7 @@ sequences, ``Dict[str, X]``, ``Literal``, ``Enum``, ``TypedDict``, dataclasses, 
 ``Annotated`` with a description and ``Field(ge=..., le=...)``-like bounds, pydantic models, ``Any`` (and
 no hint: any JSON value)).  ``*args``/``**kwargs``, a positional-only parameter or a hint with no schema is a
 ConfigError naming the parameter.  A parameter with a default is not required, and its schema carries the
-default (as JSON; a default JSON cannot hold is left out).
+default (as JSON; a default JSON cannot hold is left out); a None default makes its hint Optional.
 
 Arguments a model sends are checked against the same compiled hints before the function is called
 (``convert``: every problem, in words the model can act on) and converted on the way in: ints stay ints, a
@@ -158,6 +158,14 @@ def _check_options(fn: Any, name: Optional[str], timeout: Optional[float]) -> No
         raise ConfigError("tool timeout must be a number of seconds > 0 (or None)")
 
 
+def _takes_none(compiled: Compiled) -> bool:
+    try:
+        compiled.convert(None, where="", style="tool")
+    except Exception:  # (a ConversionError: None is no value of it)
+        return False
+    return True
+
+
 def _plural(names: List[str]) -> str:
     return "s" if len(names) > 1 else ""
 
@@ -239,6 +247,10 @@ class Tool(object):
             compiled = compile_type(hint, refs=False)
         except ConfigError as exc:
             raise ConfigError("tool {!r}: parameter {!r}: {}".format(self.name, name, exc)) from None
+        if param.default is None and not _takes_none(compiled):
+            # ``x: int = None``: Optional[int], as typing.get_type_hints made it up to Python 3.10 (3.11 no longer
+            # does): the same schema and check on every Python, the model's null the function's default
+            compiled = compile_type(Optional[hint], refs=False)
         self._params[name] = compiled
         schema = dict(compiled.schema)
         if text and "description" not in schema:
