@@ -318,6 +318,11 @@ def _check_decision(value: Any, where: str) -> None:
     if isinstance(value, (bool, str)):
         return
     if isinstance(value, _Mapping) and set(value) == {"arguments"} and isinstance(value["arguments"], _Mapping):
+        try:  # (they stand in for the model's, which are JSON: a journal keeps them, a digest binds them)
+            json.dumps(value["arguments"], allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ConfigError("{}: its arguments must be JSON ({}: {})".format(where, type(exc).__name__,
+                                                                               exc)) from None
         return
     raise ConfigError("{} must be True, False, a reason (str) or {{'arguments': {{...}}}} (got {})".format(
         where, type(value).__name__))
