@@ -434,3 +434,35 @@ def test_an_around_call_hook_that_retries_does_not_run_a_side_effect_twice():
         ("c1", "Rome: open", False),
         ("c2", "ConfigError: tool 'flaky_book' is declared idempotent=False: an around_call hook may proceed() once "
                "(it ran already)", True)]
+
+
+def test_an_on_run_start_that_raises_ends_the_run_and_lets_its_journal_claim_go():
+    """A hook's on_run_start raising: nothing is sent, every hook's on_run_end hears the error (one that opened
+    something at its start closes it), and a journaled run's claim is let go at once: the same run_id runs."""
+    from agenthub.stores import MemoryStore
+
+    class Boom(ToolHook):
+        def on_run_start(self, run):
+            raise RuntimeError("cannot start")
+
+    class Ends(ToolHook):
+        def __init__(self):
+            self.seen = []
+
+        def on_run_start(self, run):
+            self.seen.append("start")
+
+        def on_run_end(self, run, error):
+            self.seen.append(("end", repr(error)))
+
+    store = MemoryStore()
+    ends = Ends()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text("Done.")])]
+        with pytest.raises(RuntimeError) as info:
+            client_for(server).run([USER], tools=[get_weather], hooks=[ends, Boom()], journal=store,
+                                   run_id="hooked-1").result()
+        assert str(info.value) == "cannot start" and server.requests == []
+        assert ends.seen == ["start", ("end", "RuntimeError('cannot start')")]
+        again = client_for(server).run([USER], tools=[get_weather], journal=store, run_id="hooked-1").result()
+    assert (again.stop, again.replayed_turns, len(server.requests)) == ("done", 0, 1)

@@ -18,7 +18,8 @@ Per run (``run`` is the ``agenthub.agent.Run``):
 - ``on_results(run, message)``: a turn's results message (every call of it answered), in ``run.messages``
   already, before the next request is sent.
 - ``on_run_end(run, error)``: once, when the run ends: finished, stopped (``run.stop``), closed or
-  aborted (``error`` None), or raised (``error`` the exception).
+  aborted (``error`` None), or raised (``error`` the exception; an ``on_run_start`` that raised too: nothing
+  is sent, a journaled run's claim is let go).
 
 Per call (``call`` is the ``tool_call`` item as ``approve`` gets it: ``name``, ``arguments``,
 ``tool_call_id``):

@@ -1267,10 +1267,18 @@ class Run(object):
 
     def _hooked(self) -> Iterator[UniEvent]:
         """The run between its hooks' on_run_start and on_run_end."""
-        for method in self._methods["on_run_start"]:
-            method(self)
         error = None  # type: Optional[BaseException]
         try:
+            try:
+                for method in self._methods["on_run_start"]:
+                    method(self)
+            except BaseException:  # the run never started: nothing sent, its journal's claim let go now
+                if self._first is not None:
+                    self._first.close()
+                    self._first = None
+                if self._journal is not None:
+                    self._journal.discard()
+                raise
             yield from self._run()
         except GeneratorExit:
             raise
