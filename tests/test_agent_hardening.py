@@ -431,3 +431,33 @@ def test_a_lone_surrogate_in_what_a_tool_returns_or_raises_is_u_fffd_and_the_run
     assert result.stop == "done"
     assert result.messages[1]["content_items"] == [item]
     assert sent == [{"role": "tool", "tool_call_id": "c1", "content": text}]
+
+
+@pytest.mark.parametrize("count, parallel", [(1, 4), (2, 4), (2, 1), (3, 2)])
+def test_abort_before_the_turns_calls_start_runs_none_of_them_inline_or_on_threads(count, parallel):
+    """abort() while approve() is asked (a UI waiting for its user, or another thread's abort then): no call of
+    the turn starts, on the run's threads as in its own; they all come back in pending."""
+    started = []
+
+    @tool
+    def step(n: int) -> str:
+        """Do a step."""
+        started.append(n)
+        return "step {}".format(n)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c{}".format(n), "step", json.dumps({"n": n}))
+                                               for n in range(count)])]), Answer([chat_text("ok")])]
+        box = []
+
+        def approve(call):
+            box[0].abort()
+            return True
+
+        box.append(client_for(server).run([USER], tools=[step], approve=approve, parallel=parallel))
+        result = box[0].result()
+        assert len(server.requests) == 1
+    assert started == []
+    assert (result.stop, [c["tool_call_id"] for c in result.pending]) == \
+        ("aborted", ["c{}".format(n) for n in range(count)])
+    assert result.messages == [result.final] and result.calls == []

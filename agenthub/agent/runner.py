@@ -2167,6 +2167,8 @@ class Run(object):
     def _execute(self, tasks: List[Any]) -> Iterator[Tuple[int, Dict[str, Any], float]]:
         """(index, result item, seconds) in call order; the calls run on up to ``parallel`` threads of the run's
         pool, calls that timed out and still run counted among them.  Ends early when the run is aborted."""
+        if self._aborted or self._halting:  # (abort() came while the calls were decided: none starts)
+            return
         runnable = [t for t in tasks if t[2] is not None]
         inline = (len(runnable) <= 1 or self._parallel == 1) and not any(t[2].timeout for t in runnable)
         if inline:  # no thread: one call (or parallel=1) and no timeout to keep
@@ -2225,6 +2227,8 @@ class Run(object):
             me = threading.current_thread()
             named = runnable[0][2].thread  # (the name the thread was handed the batch with)
             while True:
+                if self._aborted or self._halting:  # the calls not started do not start
+                    return _BATCH_NOTE
                 try:
                     index, call, entry, arguments, shown = shared.popleft()
                 except IndexError:
