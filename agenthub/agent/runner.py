@@ -472,10 +472,12 @@ def _approval_call(request: Mapping[str, Any]) -> Dict[str, Any]:
     """An ``mcp_approval_request`` as a tool_call item: ``name`` the server's tool, ``arguments`` its (parsed)
     arguments, ``tool_call_id`` the request's id, ``fidelity`` ``{"server_item": request}``.  It needs a
     decision as a requires_approval tool's call does; its answer is an ``mcp_approval_response``."""
-    try:
-        arguments = json.loads(request.get("arguments") or "{}")
-    except ValueError:
-        arguments = None
+    arguments = request.get("arguments") or "{}"
+    if isinstance(arguments, str):  # (JSON in a string, as OpenAI sends it; a compatible server may send the object)
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            arguments = None
     if not isinstance(arguments, dict):
         arguments = {"arguments": request.get("arguments")}
     return {"type": "tool_call", "name": str(request.get("name") or "?"), "arguments": arguments,
