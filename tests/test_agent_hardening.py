@@ -461,3 +461,22 @@ def test_abort_before_the_turns_calls_start_runs_none_of_them_inline_or_on_threa
     assert (result.stop, [c["tool_call_id"] for c in result.pending]) == \
         ("aborted", ["c{}".format(n) for n in range(count)])
     assert result.messages == [result.final] and result.calls == []
+
+
+@pytest.mark.parametrize("seconds", [float("inf"), 1e300, 1e10])
+def test_a_tool_timeout_past_what_a_wait_can_take_is_waited_in_steps_not_an_overflow_error(seconds):
+    """A timeout of inf (or one beyond the platform's clock: 1e10 s) waits for the call as long as it runs, as a
+    timeout never reached does; the run goes on (an OverflowError from the queue's wait ended it)."""
+
+    @tool(timeout=seconds)
+    def quick(n: int) -> str:
+        """Return at once."""
+        return "n={}".format(n)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "quick", '{"n": 1}'), ("c2", "quick", '{"n": 2}')])]),
+                           Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[quick]).result()
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": "n=1"},
+                                                   {"type": "tool_result", "tool_call_id": "c2", "text": "n=2"}]

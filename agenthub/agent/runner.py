@@ -821,7 +821,10 @@ _IDLE_SECONDS = 2.0  # a run's pool thread with nothing to do for this long ends
 #: a turn's calls without a timeout start one after another on one pool thread; once a call there has run this
 #: long, the calls it has not started go to threads of their own (so calls that take time still run at once)
 _SPREAD_SECONDS = 0.002
-_BATCH_NOTE = (-1,)  # what that thread reports (its results are in the turn's ``done``)
+_BATCH_NOTE = (-1,)
+#: the longest one wait for tool threads takes (a tool timeout of inf, or beyond the platform clock's range: the
+#: wait goes on in steps of this, instead of an OverflowError)
+_LONGEST_WAIT = 3600.0  # what that thread reports (its results are in the turn's ``done``)
 
 
 class _Pool(object):
@@ -2347,7 +2350,10 @@ class Run(object):
                             left = max(began + _SPREAD_SECONDS - now, 0.0) if began else _SPREAD_SECONDS
                             wait = left if wait is None else min(wait, left)
                         try:
-                            take(results.get(True, wait) if wait is None or wait > 0 else results.get_nowait())
+                            if wait is None:
+                                take(results.get())
+                            else:
+                                take(results.get(True, min(wait, _LONGEST_WAIT)) if wait > 0 else results.get_nowait())
                         except _queue.Empty:
                             pass
                         continue
