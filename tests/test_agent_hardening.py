@@ -480,3 +480,29 @@ def test_a_tool_timeout_past_what_a_wait_can_take_is_waited_in_steps_not_an_over
     assert result.stop == "done"
     assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": "n=1"},
                                                    {"type": "tool_result", "tool_call_id": "c2", "text": "n=2"}]
+
+
+def test_a_pydantic_model_a_tool_returns_goes_back_as_its_json():
+    """A tool returning a pydantic model (v2 ``model_dump``): its fields as JSON, nested ones too, as a dataclass
+    goes (not the model's ``str()``, ``name='Ada' tags=[...]``)."""
+    pydantic = pytest.importorskip("pydantic")
+
+    class Tag(pydantic.BaseModel):
+        label: str
+
+    class Person(pydantic.BaseModel):
+        name: str
+        tags: list
+        best: Tag
+
+    @tool
+    def lookup(name: str) -> object:
+        """Look a person up."""
+        return {"found": Person(name=name, tags=[Tag(label="math")], best=Tag(label="engines"))}
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "lookup", '{"name": "Ada"}')])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[lookup]).result()
+    assert result.messages[1]["content_items"] == [{
+        "type": "tool_result", "tool_call_id": "c1",
+        "text": '{"found": {"name": "Ada", "tags": [{"label": "math"}], "best": {"label": "engines"}}}'}]

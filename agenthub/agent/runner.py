@@ -80,7 +80,7 @@ from ..output.shape import shape
 from ..stream import Collector, now_ms, text_is_utf8
 from ..toolcalls import broken_calls
 from ..types import USAGE_KEYS, AssistantMessage, Message, ToolCallItem, UniEvent, UsageMetadata
-from ..typeschema import Compiled, compile as compile_type
+from ..typeschema import Compiled, _is_model, compile as compile_type
 from ..validate import check_config, check_messages
 from .hooks import TOOL_HOOK_METHODS, tool_hooks
 from .tools import Tool
@@ -376,6 +376,9 @@ def _json_default(value: Any) -> Any:
         return value.value
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
+    if _is_model(type(value)):  # a pydantic model (v2 model_dump, v1 dict): its fields (nested ones come here too)
+        dump = getattr(value, "model_dump", None)
+        return dump() if callable(dump) else value.dict()
     return str(value)
 
 
