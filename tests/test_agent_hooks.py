@@ -466,3 +466,40 @@ def test_an_on_run_start_that_raises_ends_the_run_and_lets_its_journal_claim_go(
         assert ends.seen == ["start", ("end", "RuntimeError('cannot start')")]
         again = client_for(server).run([USER], tools=[get_weather], journal=store, run_id="hooked-1").result()
     assert (again.stop, again.replayed_turns, len(server.requests)) == ("done", 0, 1)
+
+
+class _Forgot(ToolHook):
+    def around_call(self, run, call, proceed):
+        proceed()  # (no return: None)
+
+
+class _TextOnly(ToolHook):
+    def around_call(self, run, call, proceed):
+        return proceed()["text"]
+
+
+class _Cached(ToolHook):
+    def around_call(self, run, call, proceed):  # an item of its own, without the call's id
+        return {"type": "tool_result", "text": "cached " + call["arguments"]["city"]}
+
+
+@pytest.mark.parametrize("calls", [1, 2])  # inline, and on the run's threads
+@pytest.mark.parametrize("hook, texts", [
+    (_Forgot(), ["ConfigError: an around_call hook returned a NoneType, not the tool_result item proceed() "
+                 "returns"] * 2),
+    (_TextOnly(), ["ConfigError: an around_call hook returned a str, not the tool_result item proceed() "
+                   "returns"] * 2),
+    (_Cached(), ["cached Paris", "cached Rome"]),
+])
+def test_an_around_call_that_returns_no_tool_result_item_is_the_calls_error_result(calls, hook, texts):
+    cities = ["Paris", "Rome"][:calls]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c{}".format(n), "get_weather", json.dumps({"city": city}))
+                                               for n, city in enumerate(cities)])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[get_weather], hooks=[hook]).result()
+    error = isinstance(hook, (_Forgot, _TextOnly))
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [
+        dict({"type": "tool_result", "tool_call_id": "c{}".format(n), "text": texts[n]}, **({"is_error": True}
+                                                                                          if error else {}))
+        for n in range(calls)]

@@ -2378,8 +2378,15 @@ class Run(object):
                 proceed = functools.partial(self._proceed, call, entry, arguments, shown)
                 if not entry.idempotent:
                     proceed = _once(proceed, entry.name, entry.kind == "tool")
-                return self._wrapped("around_call", (self, dict(call, arguments=shown)),  # type: ignore[no-any-return]
-                                     proceed)
+                item = self._wrapped("around_call", (self, dict(call, arguments=shown)), proceed)
+                if not isinstance(item, _Mapping) or item.get("type") != "tool_result":
+                    raise ConfigError("an around_call hook returned a {}, not the tool_result item proceed() "
+                                      "returns".format(type(item).__name__))
+                # (an item a hook made itself, a cache's say: the call's id, the fields a result item has)
+                item = result_item(item, call["tool_call_id"])
+                if not text_is_utf8(item["text"]):
+                    item["text"] = _utf8(item["text"])
+                return item
             return self._proceed(call, entry, arguments, shown)
         except (KeyboardInterrupt, SystemExit):
             raise
