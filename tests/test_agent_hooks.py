@@ -503,3 +503,71 @@ def test_an_around_call_that_returns_no_tool_result_item_is_the_calls_error_resu
         dict({"type": "tool_result", "tool_call_id": "c{}".format(n), "text": texts[n]}, **({"is_error": True}
                                                                                           if error else {}))
         for n in range(calls)]
+
+
+class _NoReturn(ToolHook):
+    def around_request(self, run, proceed):
+        proceed()  # (no return: None)
+
+
+class _OwnValue(ToolHook):
+    def around_request(self, run, proceed):
+        proceed()
+        return {"note": "a value of its own"}
+
+
+class _Twice(ToolHook):
+    def around_request(self, run, proceed):
+        proceed()
+        return proceed()
+
+
+class _Skips(ToolHook):
+    def around_request(self, run, proceed):
+        return None
+
+
+class _Swallows(ToolHook):
+    def around_request(self, run, proceed):
+        try:
+            return proceed()
+        except Exception:
+            return None
+
+
+@pytest.mark.parametrize("hook", [_NoReturn(), _OwnValue()])
+def test_an_around_request_that_returns_another_value_loses_no_turn(hook):
+    """The turn is what proceed() read, whatever the hook returns: its answer, usage and cost are the run's (a
+    hook that returned None made the paid turn an empty answer with no usage; another value, a KeyError)."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')])]),
+                           Answer([chat_text("Sunny.")])]
+        result = client_for(server).run([USER], tools=[get_weather], hooks=[hook]).result()
+    assert result.final["content_items"] == [{"type": "text", "text": "Sunny."}]
+    assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1",
+                                                    "text": "18 C"}]
+    assert (result.turns, result.usage_metadata["prompt_tokens"], result.usage_metadata["response_tokens"]) == \
+        (2, 30, 8)
+
+
+@pytest.mark.parametrize("hook, message", [
+    (_Twice(), "an around_request hook called proceed() twice: it sends the turn once"),
+    (_Skips(), "an around_request hook returned without calling proceed(): the turn was not sent"),
+])
+def test_an_around_request_that_skips_or_repeats_proceed_is_a_config_error(hook, message):
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text("Sunny.")])]
+        with pytest.raises(ConfigError) as info:
+            client_for(server).run([USER], tools=[get_weather], hooks=[hook]).result()
+        assert len(server.requests) == (1 if isinstance(hook, _Twice) else 0)
+    assert str(info.value) == message
+
+
+def test_an_around_request_cannot_swallow_the_turns_error():
+    from agenthub import ServerError
+
+    with SSEServer() as server:
+        server.answers += [Answer([b'{"error": {"message": "overloaded", "type": "server_error"}}'], status=503,
+                                  headers={"Content-Type": "application/json"})]
+        with pytest.raises(ServerError):
+            client_for(server).run([USER], tools=[get_weather], hooks=[_Swallows()]).result()

@@ -12,7 +12,8 @@ Per run (``run`` is the ``agenthub.agent.Run``):
 - ``on_run_start(run)``: once, when the run is first iterated, before the first request.
 - ``around_request(run, proceed)``: each model turn's first step (where its request is sent; retries and
   failover happen inside) runs as ``proceed()``; return what it returns.  Telemetry makes the run's span
-  current there, so the turn's call span is its child.
+  current there, so the turn's call span is its child.  ``proceed()`` runs once (never, or twice: a
+  ConfigError); the turn is what it read whatever the hook returns, and its error stands though a hook catches it.
 - ``on_turn(run, message)``: a model turn's answer, in ``run.messages`` already, when its ``stop`` event
   arrives and before the caller gets that event (a caller may stop iterating there).
 - ``on_results(run, message)``: a turn's results message (every call of it answered), in ``run.messages``

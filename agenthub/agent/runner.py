@@ -1471,7 +1471,7 @@ class Run(object):
                 while True:
                     try:
                         if self._methods["around_request"]:
-                            first = self._wrapped("around_request", (self,), lambda: next(stream, None))
+                            first = self._first_event(stream)
                         else:
                             first = next(stream, None)
                         break
@@ -1518,6 +1518,34 @@ class Run(object):
         if answer is None:  # (a stream that ended without a stop event)
             answer = self._turn_done(folding, stream, caught)
         return answer
+
+    def _first_event(self, stream: Any) -> Any:
+        """The turn's first event (None: no event), read as ``proceed()`` inside the hooks' around_request: what
+        ``proceed()`` read, whatever a hook returns (a turn paid for is never lost to a hook's return value); a
+        hook that never calls it, or calls it twice, is a ConfigError; the turn's error raises, even when a hook
+        caught it."""
+        got = []  # type: List[Any]  # (event,) or (None, the error it raised)
+
+        def proceed():  # type: () -> Any
+            if got:
+                raise ConfigError("an around_request hook called proceed() twice: it sends the turn once")
+            try:
+                event = next(stream, None)
+            except BaseException as exc:
+                got.append((None, exc))
+                raise
+            got.append((event,))
+            return event
+
+        returned = self._wrapped("around_request", (self,), proceed)
+        if not got:
+            raise ConfigError("an around_request hook returned without calling proceed(): the turn was not sent")
+        if len(got[0]) == 2:  # (a hook that caught the turn's error: it stands)
+            raise got[0][1]
+        if returned is not got[0][0]:
+            _logger.warning("an around_request hook returned a %s, not what proceed() returned: the turn is what "
+                            "proceed() read", type(returned).__name__)
+        return got[0][0]
 
     def _reattached(self, stream: Any, attach: Mapping[str, Any]) -> Tuple[Any, Optional[Mapping[str, Any]]]:
         """The turn whose request was in flight at the crash as the background response ``attach["id"]``:
