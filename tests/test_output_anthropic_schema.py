@@ -511,39 +511,21 @@ class Orders(object):
         return {"type": "tool_result", "text": "placed"}
 
 
-def test_a_providers_strict_tool_is_not_called_with_arguments_past_its_schema():
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_providers_strict_tool_is_not_called_with_arguments_past_its_schema(edited):
+    """The model's arguments, or those a decision edited (approve's, a before_call hook's), are held to the strict
+    schema: the call is an error result, the provider is not called with them."""
     bad = dict(GOOD, discount=1.5)
     provider = Orders()
+    first = GOOD if edited else bad
+    approve = (lambda call: {"arguments": bad} if call["tool_call_id"] == "toolu_1" else True) if edited else None
     with SSEServer() as server:
-        server.answers += [Answer([anthropic_calls([("toolu_1", "order", json.dumps(bad)),
+        server.answers += [Answer([anthropic_calls([("toolu_1", "order", json.dumps(first)),
                                                     ("toolu_2", "order", json.dumps(GOOD))])]),
                            Answer([anthropic_text("Done.")])]
         client = AutoLLMClient("claude-sonnet-4-6", api_key="sk-test-output-0001", base_url=server.url,
                                client_type="anthropic", max_retries=0)
-        result = client.run([USER], tools=[provider]).result()
-        second = server.requests[1]["body"]
-    assert provider.called == [GOOD]
-    assert second["messages"][-1]["content"] == [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
-         "content": "invalid arguments for order: discount fits none of the allowed types (discount must be < 1, "
-                    "got 1.5; discount must be null)"},
-        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "placed"}]
-    assert result.stop == "done"
-
-
-def test_a_providers_strict_tool_is_not_called_with_arguments_a_decision_edited_past_its_schema():
-    """Arguments a decision gives (approve's, a before_call hook's) are held to the strict schema as the model's
-    are: the edited call is an error result, the provider is not called with them."""
-    provider = Orders()
-    edited = dict(GOOD, discount=1.5)
-    with SSEServer() as server:
-        server.answers += [Answer([anthropic_calls([("toolu_1", "order", json.dumps(GOOD)),
-                                                    ("toolu_2", "order", json.dumps(GOOD))])]),
-                           Answer([anthropic_text("Done.")])]
-        client = AutoLLMClient("claude-sonnet-4-6", api_key="sk-test-output-0001", base_url=server.url,
-                               client_type="anthropic", max_retries=0)
-        result = client.run([USER], tools=[provider], approve=lambda call: {"arguments": edited}
-                            if call["tool_call_id"] == "toolu_1" else True).result()
+        result = client.run([USER], tools=[provider], approve=approve).result()
         second = server.requests[1]["body"]
     assert provider.called == [GOOD]
     assert second["messages"][-1]["content"] == [
