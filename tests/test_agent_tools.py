@@ -463,3 +463,24 @@ def test_a_none_default_accepts_null_on_every_python():
     with pytest.raises(ValueError) as info:
         find.run({"query": "q", "limit": "3"})
     assert str(info.value) == "limit must be an integer, got a string"
+
+
+def test_an_async_function_is_a_config_error_naming_it():
+    """A tool runs in a thread and its return value is the result: an ``async def`` would give the model a
+    coroutine's repr and never run (and warn that it was never awaited)."""
+
+    async def fetch(url: str) -> str:
+        return url
+
+    class Fetcher(object):
+        async def __call__(self, url: str) -> str:
+            return url
+
+    import functools
+
+    for fn, name in ((fetch, "fetch"), (functools.partial(fetch), "fetch"), (Fetcher(), "fetcher")):
+        with pytest.raises(ConfigError) as info:
+            tool(fn, name=name)
+        assert str(info.value) == ("tool {!r} is an async function: a tool runs in a thread of its own, its return "
+                                   "value the result; give a plain function (asyncio.run(...) inside it if it must "
+                                   "await)".format(name))

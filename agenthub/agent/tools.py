@@ -10,7 +10,7 @@ its converter; the hints it understands are listed there: primitives, ``Optional
 sequences, ``Dict[str, X]``, ``Literal``, ``Enum``, ``TypedDict``, dataclasses, ``NamedTuple``,
 ``Annotated`` with a description and ``Field(ge=..., le=...)``-like bounds, pydantic models, ``Any`` (and
 no hint: any JSON value)).  ``*args``/``**kwargs``, a positional-only parameter or a hint with no schema is a
-ConfigError naming the parameter.  A parameter with a default is not required, and its schema carries the
+ConfigError naming the parameter; an ``async def`` function is a ConfigError naming the tool.  A parameter with a default is not required, and its schema carries the
 default (as JSON; a default JSON cannot hold is left out); a None default makes its hint Optional.
 
 Arguments a model sends are checked against the same compiled hints before the function is called
@@ -192,6 +192,11 @@ class Tool(object):
         if not self.name or self.name == "<lambda>":
             raise ConfigError("{} has no name: tool(fn, name=...)".format(
                 "a lambda" if self.name == "<lambda>" else repr(fn)[:80]))
+        hinted = _hinted(fn)
+        if inspect.iscoroutinefunction(hinted) or inspect.isasyncgenfunction(hinted):
+            raise ConfigError("tool {!r} is an async function: a tool runs in a thread of its own, its return value "
+                              "the result; give a plain function (asyncio.run(...) inside it if it must "
+                              "await)".format(self.name))
         self.requires_approval = bool(requires_approval)
         self.timeout = timeout  # type: Optional[float]
         import functools
