@@ -19,11 +19,13 @@ float that is a whole number becomes an int where an int is asked for, an Enum p
 dataclass parameter its instance, a Tuple a tuple.
 """
 
+import functools
 import inspect
 import re
 from collections.abc import Mapping as _Mapping  # (isinstance through typing.Mapping costs a detour)
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, overload
 
+from .._redact import scrub_free_text
 from ..errors import ConfigError
 from ..typeschema import Compiled, ConversionError, compile as compile_type, to_json, type_hints
 from ..types import ToolSchema
@@ -35,8 +37,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _hinted(fn: Any) -> Any:
     """Where a callable's hints are: a partial's function, a callable object's ``__call__``."""
-    import functools
-
     if isinstance(fn, functools.partial):
         return _hinted(fn.func)
     if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn) or isinstance(fn, type):
@@ -158,6 +158,12 @@ def _check_options(fn: Any, name: Optional[str], timeout: Optional[float]) -> No
         raise ConfigError("tool timeout must be a number of seconds > 0 (or None)")
 
 
+def _credential(value: Any) -> bool:
+    """Is ``value`` a str holding a credential (an environment secret's value, a URL's password, a token query
+    parameter): a default never shown to the model."""
+    return isinstance(value, str) and bool(value) and scrub_free_text(value) != value
+
+
 def _takes_none(compiled: Compiled) -> bool:
     try:
         compiled.convert(None, where="", style="tool")
@@ -199,8 +205,6 @@ class Tool(object):
                               "await)".format(self.name))
         self.requires_approval = bool(requires_approval)
         self.timeout = timeout  # type: Optional[float]
-        import functools
-
         summary, texts = parse_docstring(getattr(fn.func if isinstance(fn, functools.partial) else fn, "__doc__", None))
         #: each parameter's compiled hint (its schema and its converter), in the signature's order
         self._params = {}  # type: Dict[str, Compiled]
@@ -240,6 +244,8 @@ class Tool(object):
                 raise ConfigError("tool {!r}: parameter {!r} is positional-only; a model passes arguments by "
                                   "name".format(self.name, pname))
         self._hints = type_hints(_hinted(fn))
+        #: the arguments a partial binds by keyword: their values are never shown to the model (a key, say)
+        self._bound = frozenset(fn.keywords) if isinstance(fn, functools.partial) else frozenset()
         return parameters
 
     def _parameter(self, name: str, param: inspect.Parameter, text: Optional[str]) -> Dict[str, Any]:
@@ -262,7 +268,7 @@ class Tool(object):
             schema["description"] = text
         if param.default is param.empty:
             self._required.append(name)
-        else:
+        elif name not in self._bound and not _credential(param.default):  # (the schema goes to the provider)
             try:
                 schema["default"] = to_json(param.default)
             except ValueError:  # a default JSON cannot hold (an object, a function): left out
