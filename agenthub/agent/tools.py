@@ -11,7 +11,8 @@ sequences, ``Dict[str, X]``, ``Literal``, ``Enum``, ``TypedDict``, dataclasses, 
 ``Annotated`` with a description and ``Field(ge=..., le=...)``-like bounds, pydantic models, ``Any`` (and
 no hint: any JSON value)).  ``*args``/``**kwargs``, a positional-only parameter or a hint with no schema is a
 ConfigError naming the parameter; an ``async def`` function is a ConfigError naming the tool.  A parameter with a default is not required, and its schema carries the
-default (as JSON; a default JSON cannot hold is left out); a None default makes its hint Optional.
+default (as JSON; a default JSON cannot hold is left out, and so is one that may be a credential: a value a
+partial binds, a str the secret scrubber would hide); a None default makes its hint Optional.
 
 Arguments a model sends are checked against the same compiled hints before the function is called
 (``convert``: every problem, in words the model can act on) and converted on the way in: ints stay ints, a
