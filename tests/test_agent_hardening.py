@@ -506,3 +506,35 @@ def test_a_pydantic_model_a_tool_returns_goes_back_as_its_json():
     assert result.messages[1]["content_items"] == [{
         "type": "tool_result", "tool_call_id": "c1",
         "text": '{"found": {"name": "Ada", "tags": [{"label": "math"}], "best": {"label": "engines"}}}'}]
+
+
+def test_a_journaled_call_that_abort_kept_from_starting_is_not_interrupted_on_resume():
+    """abort() while approve() is asked: the call of a tool that must run at most once never started, so the
+    journal does not hold it as started; the resumed run runs it (once), not hands it back as interrupted."""
+    from agenthub.stores import MemoryStore
+
+    paid = []
+
+    @tool(idempotent=False)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return "paid {}".format(amount)
+
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 5}')])]), Answer([chat_text("Paid.")])]
+        box = []
+
+        def approve(call):
+            box[0].abort()
+            return True
+
+        box.append(client_for(server).run([USER], tools=[pay], approve=approve, journal=store, run_id="pay-1"))
+        stopped = box[0].result()
+        assert (stopped.stop, [c["tool_call_id"] for c in stopped.pending], paid) == ("aborted", ["c1"], [])
+        resumed = client_for(server).run([USER], tools=[pay], approve=lambda call: True, journal=store,
+                                         run_id="pay-1").result()
+        assert len(server.requests) == 2
+    assert (resumed.stop, resumed.pending, resumed.interrupted, paid) == ("done", [], [], [5])
+    assert resumed.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": "paid 5"}]

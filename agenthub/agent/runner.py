@@ -2124,7 +2124,8 @@ class Run(object):
                     for key in claimed:
                         if key not in running:
                             _RAN.pop(key, None)
-            if journal is not None:  # those that must run at most once: journaled as started first, in one write
+            if journal is not None and not self._aborted:  # those that must run at most once: journaled as started
+                # first, in one write (none starts once aborted: _execute)
                 journal.starting(turn, [(task[1], not task[2].idempotent,  # (with the arguments run when edited)
                                          task[4] if _edited(task[4], task[1].get("arguments")) is not None else None)
                                         for task in tasks if task[2] is not None])
