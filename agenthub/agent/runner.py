@@ -824,10 +824,10 @@ _IDLE_SECONDS = 2.0  # a run's pool thread with nothing to do for this long ends
 #: a turn's calls without a timeout start one after another on one pool thread; once a call there has run this
 #: long, the calls it has not started go to threads of their own (so calls that take time still run at once)
 _SPREAD_SECONDS = 0.002
-_BATCH_NOTE = (-1,)
+_BATCH_NOTE = (-1,)  # what that thread reports (its results are in the turn's ``done``)
 #: the longest one wait for tool threads takes (a tool timeout of inf, or beyond the platform clock's range: the
 #: wait goes on in steps of this, instead of an OverflowError)
-_LONGEST_WAIT = 3600.0  # what that thread reports (its results are in the turn's ``done``)
+_LONGEST_WAIT = 3600.0
 
 
 class _Pool(object):
