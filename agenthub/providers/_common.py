@@ -7,6 +7,7 @@ import binascii
 import dataclasses
 import json
 import logging
+import math
 import re
 from operator import is_ as _is  # (C speed over a whole history)
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -30,6 +31,7 @@ __all__ = [
     "data_uri",
     "unsupported",
     "nearest",
+    "embedding_vector",
     "request_headers",
     "apply_extras",
     "deep_merge",
@@ -249,12 +251,14 @@ class Protocol(object):
     server-side); ``stored_answer(message)``: the collected answer of such a call, marked stored;
     ``resume``: a ``Resume`` (background streams resumed after a cut and cancelled), None for none;
     ``count``: a ``Count`` (the token-count endpoint), None for none; ``compaction_format``: which
-    compaction items it replays (``fidelity["format"]``: "openai", "anthropic"), None for none.
+    compaction items it replays (``fidelity["format"]``: "openai", "anthropic"), None for none;
+    ``max_inputs``: an embeddings protocol's most inputs in one request (``build_request`` refuses more,
+    ``AutoLLMClient.embed`` sends more as several requests), None for no limit.
     """
 
     __slots__ = ("name", "module", "build_request", "parse_stream", "framing", "parse_document", "quirk_keys",
                  "embeddings", "demo", "models_request", "parse_models", "error_from_body", "parse_payloads",
-                 "accepts", "chains_turns", "stored_answer", "resume", "count", "compaction_format")
+                 "accepts", "chains_turns", "stored_answer", "resume", "count", "compaction_format", "max_inputs")
 
     def __init__(
         self,
@@ -277,6 +281,7 @@ class Protocol(object):
         resume: Optional[Resume] = None,
         count: Optional[Count] = None,
         compaction_format: Optional[str] = None,
+        max_inputs: Optional[int] = None,
     ) -> None:
         if parse_document is None:
             raise TypeError("a Protocol needs parse_document (a whole JSON answer -> its parts)")
@@ -299,6 +304,7 @@ class Protocol(object):
         self.resume = resume
         self.count = count
         self.compaction_format = compaction_format
+        self.max_inputs = max_inputs
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False,
              stamp: Optional[List[int]] = None) -> Iterator[Any]:
@@ -745,6 +751,37 @@ def to_int(value: Any) -> Any:
     return _count(value)
 
 
+
+
+def embedding_vector(value: Any, client: str, width: Optional[int] = None) -> List[float]:
+    """An embedding answer's vector as the data model holds it: a non-empty list of finite floats (a JSON
+    integer becomes its float), ``width`` long when given (the answer's other vectors); anything else a
+    server sends (null, a string or list inside, NaN / Infinity, a number no float holds, vectors of
+    different lengths) is a StreamProtocolError, never a vector handed on."""
+    if not isinstance(value, list) or not value:
+        raise StreamProtocolError("{}: the embeddings answer holds a vector that is not a non-empty list of "
+                                  "numbers".format(client), client=client)
+    if set(map(type, value)) == {float} and all(map(math.isfinite, value)):  # the usual answer, at C speed
+        out = value  # type: List[float]
+        value = ()
+    else:
+        out = []
+    for number in value:
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise StreamProtocolError("{}: the embeddings answer holds a vector with a {} in it (numbers only)".format(
+                client, type(number).__name__), client=client)
+        try:
+            number = float(number)
+        except OverflowError:
+            number = float("inf")
+        if number != number or number in (float("inf"), float("-inf")):
+            raise StreamProtocolError("{}: the embeddings answer holds a vector with a value that is no finite "
+                                      "number (NaN, Infinity or too large)".format(client), client=client)
+        out.append(number)
+    if width is not None and len(out) != width:
+        raise StreamProtocolError("{}: the embeddings answer holds vectors of different lengths ({} and {})".format(
+            client, width, len(out)), client=client)
+    return out
 
 
 def nearest(wanted: str, supported: Sequence[str], order: Sequence[str], cheaper_on_tie: bool = False) -> str:

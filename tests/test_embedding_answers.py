@@ -1,0 +1,157 @@
+"""Embedding answers a server may send wrong (both dialects), and inputs past one request's limit."""
+
+import json
+
+import pytest
+
+from agenthub.errors import ConfigError, StreamProtocolError
+from agenthub.providers import gemini_embeddings, openai_embeddings
+from agenthub.providers._common import Endpoint
+from agenthub.validate import check_config
+
+responses = pytest.importorskip("responses")
+
+OPENAI_URL = "https://emb.example.test/v1/embeddings"
+GEMINI_BASE = "https://gem.example.test"
+
+
+def openai_vectors(payload):
+    return [part["embedding"] for part in openai_embeddings.parse_response(payload, "openai-chat")
+            if isinstance(part, dict)]
+
+
+def gemini_vectors(payload):
+    return [part["embedding"] for part in gemini_embeddings.parse_response(payload, "gemini")
+            if isinstance(part, dict)]
+
+
+def rows(*vectors, indexes=None):
+    indexes = range(len(vectors)) if indexes is None else indexes
+    return {"data": [dict({"embedding": v}, **({} if i is None else {"index": i})) for v, i in zip(vectors, indexes)]}
+
+
+def test_openai_indexes_must_be_zero_to_n_once_each():
+    assert openai_vectors(rows([1.0], [2.0], indexes=[1, 0])) == [[2.0], [1.0]]
+    assert openai_vectors(rows([1.0], [2.0], indexes=[None, None])) == [[1.0], [2.0]]
+    for indexes in ([0, 0], [5, 7], [1, None], [True, 0], [0, 2], ["0", "1"]):
+        with pytest.raises(StreamProtocolError) as info:
+            openai_vectors(rows([1.0], [2.0], indexes=indexes))
+        assert str(info.value) == ("the openai-chat embeddings answer numbers its 2 vectors other than 0..1 once each "
+                                   "(got the indexes {})".format(indexes))
+    with pytest.raises(StreamProtocolError) as info:
+        openai_vectors({"data": [{"index": 0, "embedding": [1.0]}, "junk"]})
+    assert str(info.value) == "the openai-chat embeddings answer holds an entry that is not a JSON object"
+
+
+BAD_VECTORS = [
+    ([None], "holds a vector with a NoneType in it (numbers only)"),
+    (["0.5"], "holds a vector with a str in it (numbers only)"),
+    ([[0.5]], "holds a vector with a list in it (numbers only)"),
+    ([True], "holds a vector with a bool in it (numbers only)"),
+    ([float("nan")], "holds a vector with a value that is no finite number (NaN, Infinity or too large)"),
+    ([0.5, float("-inf")], "holds a vector with a value that is no finite number (NaN, Infinity or too large)"),
+    ([10 ** 400], "holds a vector with a value that is no finite number (NaN, Infinity or too large)"),
+    ([], "holds a vector that is not a non-empty list of numbers"),
+    (None, "holds a vector that is not a non-empty list of numbers"),
+]
+
+
+@pytest.mark.parametrize("vector,why", BAD_VECTORS)
+def test_vectors_that_are_no_vectors_are_refused_by_both_dialects(vector, why):
+    with pytest.raises(StreamProtocolError) as info:
+        openai_vectors(rows([0.5], vector))
+    assert str(info.value) == "openai-chat: the embeddings answer " + why
+    with pytest.raises(StreamProtocolError) as info:
+        gemini_vectors({"embeddings": [{"values": [0.5]}, {"values": vector}]})
+    assert str(info.value) == "gemini: the embeddings answer " + why
+
+
+def test_integers_become_floats_and_ragged_vectors_are_refused():
+    assert openai_vectors(rows([1, 0], [0.5, -2])) == [[1.0, 0.0], [0.5, -2.0]]
+    assert [type(x) for v in openai_vectors(rows([1, 0])) for x in v] == [float, float]
+    assert gemini_vectors({"embeddings": [{"values": [1, 0.5]}]}) == [[1.0, 0.5]]
+    for parse, payload, client in ((openai_vectors, rows([0.5, 1.0], [2.0]), "openai-chat"),
+                                   (gemini_vectors, {"embeddings": [{"values": [0.5, 1.0]}, {"values": [2.0]}]},
+                                    "gemini")):
+        with pytest.raises(StreamProtocolError) as info:
+            parse(payload)
+        assert str(info.value) == "{}: the embeddings answer holds vectors of different lengths (2 and 1)".format(
+            client)
+    for bad in ({"embeddings": "xy"}, {"embeddings": None}):
+        with pytest.raises(StreamProtocolError) as info:
+            gemini_vectors(bad)
+        assert str(info.value) == "gemini: the embedding answer's embeddings are not a list"
+    with pytest.raises(StreamProtocolError) as info:
+        gemini_vectors({"embeddings": [{"values": [1.0]}, "x"]})
+    assert str(info.value) == "gemini: the embeddings answer holds a vector that is not a non-empty list of numbers"
+
+
+def user(text):
+    return {"role": "user", "content_items": [{"type": "text", "text": text}]}
+
+
+def test_build_request_refuses_more_inputs_than_one_request_takes():
+    openai = Endpoint("openai-chat", "https://api.openai.com/v1", "k", None, {"embeddings": True})
+    assert len(openai_embeddings.build_request(openai, "m", [user("a")] * 2048, check_config(None)).body["input"]) \
+        == 2048
+    with pytest.raises(ConfigError) as info:
+        openai_embeddings.build_request(openai, "m", [user("a")] * 2049, check_config(None))
+    assert str(info.value) == ("openai-chat: 2049 inputs to embed in one request; it takes at most 2048 "
+                               "(AutoLLMClient.embed sends more as several requests)")
+    gemini = Endpoint("gemini", GEMINI_BASE, "k", None, {"embeddings": True})
+    assert len(gemini_embeddings.build_request(gemini, "m", [user("a")] * 100, check_config(None)).body["requests"]) \
+        == 100
+    with pytest.raises(ConfigError) as info:
+        gemini_embeddings.build_request(gemini, "m", [user("a")] * 101, check_config(None))
+    assert str(info.value) == ("gemini: 101 inputs to embed in one request; batchEmbedContents takes at most 100 "
+                               "(AutoLLMClient.embed sends more as several requests)")
+
+
+def test_embed_splits_openai_inputs_past_2048_in_order():
+    from agenthub import AutoLLMClient
+
+    def answer(request):
+        inputs = json.loads(request.body)["input"]
+        data = [{"index": i, "embedding": [float(text)]} for i, text in reversed(list(enumerate(inputs)))]
+        return 200, {}, json.dumps({"data": data, "usage": {"prompt_tokens": len(inputs)}})
+
+    texts = [str(i) for i in range(2050)]
+    with responses.RequestsMock() as mock:
+        mock.add_callback(responses.POST, OPENAI_URL, callback=answer, content_type="application/json")
+        client = AutoLLMClient("text-embedding-3-small", api_key="k", base_url="https://emb.example.test/v1")
+        vectors = client.embed(texts)
+        assert [len(json.loads(call.request.body)["input"]) for call in mock.calls] == [2048, 2]
+    assert vectors == [[float(i)] for i in range(2050)]
+
+
+def test_embed_splits_gemini_inputs_past_100_in_order():
+    from agenthub import AutoLLMClient
+
+    def answer(request):
+        parts = [r["content"]["parts"][0]["text"] for r in json.loads(request.body)["requests"]]
+        return 200, {}, json.dumps({"embeddings": [{"values": [float(t)]} for t in parts]})
+
+    texts = [str(i) for i in range(201)]
+    with responses.RequestsMock() as mock:
+        mock.add_callback(responses.POST, GEMINI_BASE + "/v1beta/models/gemini-embedding-001:batchEmbedContents",
+                          callback=answer, content_type="application/json")
+        mock.add(responses.POST, GEMINI_BASE + "/v1beta/models/gemini-embedding-001:embedContent",
+                 json={"embedding": {"values": [200.0]}})
+        client = AutoLLMClient("gemini-embedding-001", api_key="k", base_url=GEMINI_BASE)
+        vectors = client.embed(texts)
+        assert [len(json.loads(call.request.body).get("requests", [0])) for call in mock.calls] == [100, 100, 1]
+    assert vectors == [[float(i)] for i in range(201)]
+
+
+def test_embed_refuses_vectors_of_other_dimensions_than_asked():
+    from agenthub import AutoLLMClient
+
+    with responses.RequestsMock() as mock:
+        mock.add(responses.POST, OPENAI_URL, json=rows([0.5, 0.25, 1.0], [1.0, 0.0, 0.5]))
+        client = AutoLLMClient("text-embedding-3-small", api_key="k", base_url="https://emb.example.test/v1")
+        with pytest.raises(StreamProtocolError) as info:
+            client.embed(["a", "b"], {"embedding_config": {"dimensions": 2}})
+        assert str(info.value) == ("openai-chat: embedding_config asked for 2 dimensions and a vector of 3 came back "
+                                   "(the server ignored it)")
+        assert client.embed(["a", "b"], {"embedding_config": {"dimensions": 3}}) == [[0.5, 0.25, 1.0],
+                                                                                     [1.0, 0.0, 0.5]]
