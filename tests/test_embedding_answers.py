@@ -155,3 +155,27 @@ def test_embed_refuses_vectors_of_other_dimensions_than_asked():
                                    "(the server ignored it)")
         assert client.embed(["a", "b"], {"embedding_config": {"dimensions": 3}}) == [[0.5, 0.25, 1.0],
                                                                                      [1.0, 0.0, 0.5]]
+
+
+@pytest.mark.parametrize("last_id", [5, {"x": 1}, ["m1"], True])
+def test_list_models_last_id_that_is_no_id_is_a_typed_error(last_id):
+    from agenthub import AutoLLMClient
+
+    with responses.RequestsMock() as mock:
+        mock.add(responses.GET, "https://x.example.test/v1/models",
+                 json={"data": [{"id": "m1"}], "has_more": True, "last_id": last_id})
+        client = AutoLLMClient("any", client_type="openai-chat", base_url="https://x.example.test/v1", api_key="k")
+        with pytest.raises(StreamProtocolError) as info:
+            client.list_models()
+        assert str(info.value) == "openai-chat: the model list's last_id is not an id (got a {})".format(
+            type(last_id).__name__)
+        assert len(mock.calls) == 1
+
+
+def test_list_models_empty_last_id_pages_after_the_last_id():
+    from agenthub.providers._common import parse_data_list
+
+    assert parse_data_list({"data": [{"id": "a"}, {"id": "b"}], "has_more": True, "last_id": ""}, "c") == (["a", "b"],
+                                                                                                        "b")
+    assert parse_data_list({"data": [{"id": "a"}], "has_more": True, "last_id": None}, "c") == (["a"], "a")
+    assert parse_data_list({"data": [{"id": "a"}], "has_more": False, "last_id": 5}, "c") == (["a"], None)

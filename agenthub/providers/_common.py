@@ -910,7 +910,13 @@ def parse_data_list(payload: Any, client: str) -> Tuple[List[str], Optional[str]
     lists) -> (ids in the server's order, the next page's token: the last id while ``has_more``)."""
     ids = model_list_page(payload, client)
     more = isinstance(payload, dict) and payload.get("has_more") is True and ids
-    return ids, (payload.get("last_id") or ids[-1]) if more else None
+    if not more:
+        return ids, None
+    last = payload.get("last_id")
+    if last is not None and not isinstance(last, str):
+        raise StreamProtocolError("{}: the model list's last_id is not an id (got a {})".format(
+            client, type(last).__name__), client=client)
+    return ids, last or ids[-1]
 
 
 def openai_models_request(endpoint: "Endpoint", page_token: Optional[str] = None) -> HttpRequest:
