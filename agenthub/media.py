@@ -80,6 +80,9 @@ def audio_format(mime_type: str) -> Tuple[int, int, int]:
         raise ConfigError("{!r} is not raw PCM audio: save its bytes as they are".format(mime_type))
     rate = _int_param(params, ("rate", "sample_rate", "samplerate"), 24000)
     channels = _int_param(params, ("channels", "channel"), 1)
+    if width > 4 or channels > 0xFFFF or rate * channels * width > 0xFFFFFFFF:  # WAV's header fields
+        raise ConfigError("{!r} cannot be written to WAV (at most 32 bits per sample, 65535 channels and "
+                          "4294967295 bytes a second)".format(mime_type))
     return rate, channels, width
 
 

@@ -179,3 +179,18 @@ def test_list_models_empty_last_id_pages_after_the_last_id():
                                                                                                         "b")
     assert parse_data_list({"data": [{"id": "a"}], "has_more": True, "last_id": None}, "c") == (["a"], "a")
     assert parse_data_list({"data": [{"id": "a"}], "has_more": False, "last_id": 5}, "c") == (["a"], None)
+
+
+@pytest.mark.parametrize("mime_type", ["audio/L16;rate=99999999999", "audio/L16;channels=70000", "audio/pcm;bits=800",
+                                       "audio/L16;rate=4294967295", "audio/L32;rate=1073741824"])
+def test_to_wav_of_a_format_wav_cannot_hold_is_a_config_error(mime_type):
+    from agenthub.media import audio_format, to_wav
+
+    for call in (lambda: to_wav({"type": "inline_data", "mime_type": mime_type, "data": b"\0" * 64}),
+                 lambda: audio_format(mime_type)):
+        with pytest.raises(ConfigError) as info:
+            call()
+        assert str(info.value) == ("{!r} cannot be written to WAV (at most 32 bits per sample, 65535 channels and "
+                                   "4294967295 bytes a second)".format(mime_type))
+    assert audio_format("audio/L32;rate=1073741823") == (1073741823, 1, 4)
+    assert audio_format("audio/L8;channels=65535;rate=65537") == (65537, 65535, 1)
