@@ -194,3 +194,59 @@ def test_to_wav_of_a_format_wav_cannot_hold_is_a_config_error(mime_type):
                                    "4294967295 bytes a second)".format(mime_type))
     assert audio_format("audio/L32;rate=1073741823") == (1073741823, 1, 4)
     assert audio_format("audio/L8;channels=65535;rate=65537") == (65537, 65535, 1)
+
+
+def _gemini_image(data, mime="image/png"):
+    from agenthub.providers import gemini
+    from agenthub.stream import collect, drive
+
+    doc = {"candidates": [{"content": {"role": "model", "parts": [{"inlineData": {"data": data, "mimeType": mime}}]},
+                           "finishReason": "STOP"}]}
+    return collect(list(drive(gemini.PROTOCOL.parse_document(doc, "gemini"), "gemini")))["content_items"]
+
+
+def _interactions_image(data, mime="image/png"):
+    from agenthub.providers import gemini_interactions
+    from agenthub.stream import collect, drive
+
+    doc = {"id": "i1", "status": "completed",
+           "steps": [{"type": "model_output", "content": [{"type": "image", "data": data, "mime_type": mime}]}]}
+    return collect(list(drive(gemini_interactions.parse_document(doc, "gemini-interactions"),
+                              "gemini-interactions")))["content_items"]
+
+
+def _responses_image(data):
+    from agenthub.providers import openai_responses
+    from agenthub.stream import collect, drive
+
+    call = {"id": "ig_1", "type": "image_generation_call", "status": "completed", "output_format": "png",
+            "result": data}
+    doc = {"id": "resp_1", "object": "response", "status": "completed", "output": [call],
+           "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}
+    return collect(list(drive(openai_responses.PROTOCOL.parse_document(doc, "openai-responses"),
+                              "openai-responses")))["content_items"]
+
+
+@pytest.mark.parametrize("read,client,what", [(_gemini_image, "gemini", "inlineData"),
+                                              (_interactions_image, "gemini-interactions", "media"),
+                                              (_responses_image, "openai-responses", "image")])
+def test_output_media_base64_is_decoded_whole_or_refused(read, client, what):
+    assert read("aGk=")[0]["data"] == b"hi"
+    assert read("aGk")[0]["data"] == b"hi"  # unpadded, as protobuf JSON allows
+    assert read("a-_b")[0]["data"] == b"k\xef\xdb"  # URL-safe
+    assert read("aG\nk=")[0]["data"] == b"hi"
+    for bad in ("ab!!cd", "aGk=aGk=", "a"):  # characters dropped before: the image came out mangled
+        with pytest.raises(StreamProtocolError) as info:
+            read(bad)
+        assert str(info.value) == "{}: the answer's {} data is not base64 ({} characters)".format(client, what,
+                                                                                               len(bad))
+
+
+def test_output_media_mime_type_that_is_no_string_is_not_handed_on():
+    assert _gemini_image("aGk=", 5) == [{"type": "inline_data", "data": b"hi",
+                                         "mime_type": "application/octet-stream"}]
+    assert _interactions_image("aGk=", ["x"])[0] == {"type": "inline_data", "data": b"hi",
+                                                     "mime_type": "application/octet-stream"}
+    with pytest.raises(StreamProtocolError) as info:
+        _gemini_image(5)
+    assert str(info.value) == "gemini: the answer's inlineData data is not a base64 string (got int)"

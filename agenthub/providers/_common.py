@@ -31,6 +31,8 @@ __all__ = [
     "data_uri",
     "unsupported",
     "nearest",
+    "answer_bytes",
+    "answer_mime",
     "embedding_vector",
     "request_headers",
     "apply_extras",
@@ -613,6 +615,32 @@ def parse_data_uri(uri: str) -> Optional[Tuple[str, bytes]]:
     from urllib.parse import unquote_to_bytes
 
     return mime, unquote_to_bytes(payload)
+
+
+_B64_URL_SAFE = str.maketrans("-_", "+/", " \t\r\n")
+
+
+def answer_bytes(value: Any, client: str, what: str = "media") -> bytes:
+    """The bytes of a base64 field in a server's answer (an image, speech): standard or URL-safe base64,
+    padded or not (what protobuf JSON accepts), line breaks ignored.  Anything else (a character outside
+    the alphabet, a length no base64 has, not a string) is a StreamProtocolError, never bytes quietly
+    decoded from part of it."""
+    if not isinstance(value, str):
+        raise StreamProtocolError("{}: the answer's {} data is not a base64 string (got {})".format(
+            client, what, type(value).__name__), client=client)
+    text = value.translate(_B64_URL_SAFE)
+    if len(text) % 4 == 1:
+        text = "!"  # no base64 is one character past a group of four
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise StreamProtocolError("{}: the answer's {} data is not base64 ({} characters)".format(
+            client, what, len(value)), client=client) from None
+
+
+def answer_mime(value: Any, default: str = "application/octet-stream") -> str:
+    """A MIME type a server's answer names: itself when it is a non-empty string, else ``default``."""
+    return value if isinstance(value, str) and value else default
 
 
 def media_type(mime_type: str) -> str:
