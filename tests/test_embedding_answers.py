@@ -250,3 +250,20 @@ def test_output_media_mime_type_that_is_no_string_is_not_handed_on():
     with pytest.raises(StreamProtocolError) as info:
         _gemini_image(5)
     assert str(info.value) == "gemini: the answer's inlineData data is not a base64 string (got int)"
+
+
+def test_batch_embedding_row_with_fewer_vectors_than_inputs_is_an_error_row_billed_as_sent():
+    from agenthub.jobs.batch import answer_row
+    from agenthub.jobs.jobfile import JobRow
+
+    row = JobRow(id="r1", model="text-embedding-3-small", messages=[user("a"), user("b"), user("c")])
+    payload = {"data": [{"index": 0, "embedding": [0.5]}, {"index": 1, "embedding": [0.25]}],
+               "usage": {"prompt_tokens": 3}}
+    out = answer_row(row, openai_embeddings.PROTOCOL, "openai-chat", payload, "openai")
+    assert out["message"] is None and out["finish_reason"] is None
+    assert out["error"]["type"] == "StreamProtocolError"
+    assert out["error"]["message"] == "openai-chat: 3 inputs were sent for embedding and 2 vectors came back"
+    assert out["usage_metadata"]["prompt_tokens"] == 3 and out["cost_usd"] == 3 * 0.01 / 1e6
+    whole = answer_row(JobRow(id="r2", model="text-embedding-3-small", messages=[user("a"), user("b")]),
+                       openai_embeddings.PROTOCOL, "openai-chat", payload, "openai")
+    assert whole["error"] is None and [i["embedding"] for i in whole["message"]["content_items"]] == [[0.5], [0.25]]
