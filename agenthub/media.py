@@ -189,7 +189,11 @@ def save_inline_data(item: Any, path: Any) -> str:
     if not isinstance(item, dict) or not isinstance(item.get("data"), (bytes, bytearray)):
         raise ConfigError("save_inline_data takes an inline_data item")
     mime = item.get("mime_type") or "application/octet-stream"
-    path = os.fspath(path)
+    if not isinstance(mime, str):
+        raise ConfigError("an inline_data item's mime_type must be a str (got {})".format(type(mime).__name__))
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise ConfigError("path must be a str or os.PathLike (got {})".format(type(path).__name__))
+    path = os.fsdecode(path)  # (a bytes path takes the extension as text does)
     kind, _ = _params(mime)
     is_pcm = kind.startswith("audio/") and kind not in _WAV_TYPES and (
         kind.partition("/")[2] in _WIDTHS or kind.partition("/")[2] in _PCM_TYPES)

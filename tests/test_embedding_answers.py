@@ -267,3 +267,24 @@ def test_batch_embedding_row_with_fewer_vectors_than_inputs_is_an_error_row_bill
     whole = answer_row(JobRow(id="r2", model="text-embedding-3-small", messages=[user("a"), user("b")]),
                        openai_embeddings.PROTOCOL, "openai-chat", payload, "openai")
     assert whole["error"] is None and [i["embedding"] for i in whole["message"]["content_items"]] == [[0.5], [0.25]]
+
+
+def test_save_inline_data_takes_a_bytes_path_and_refuses_a_mime_type_that_is_no_string(tmp_path):
+    import os
+
+    from agenthub.media import save_inline_data
+
+    image = os.path.join(str(tmp_path), "a")
+    assert save_inline_data({"type": "inline_data", "data": b"x", "mime_type": "image/png"}, image.encode()) \
+        == image + ".png"
+    with open(image + ".png", "rb") as handle:
+        assert handle.read() == b"x"
+    speech = os.path.join(str(tmp_path), "s")
+    assert save_inline_data({"type": "inline_data", "data": b"\0\0", "mime_type": "audio/L16;rate=24000"},
+                            speech.encode()) == speech + ".wav"
+    with pytest.raises(ConfigError) as info:
+        save_inline_data({"type": "inline_data", "data": b"x", "mime_type": 5}, image)
+    assert str(info.value) == "an inline_data item's mime_type must be a str (got int)"
+    with pytest.raises(ConfigError) as info:
+        save_inline_data({"type": "inline_data", "data": b"x", "mime_type": "image/png"}, 5)
+    assert str(info.value) == "path must be a str or os.PathLike (got int)"
