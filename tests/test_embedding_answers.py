@@ -1,4 +1,5 @@
-"""Embedding answers a server may send wrong (both dialects), and inputs past one request's limit."""
+"""Answers beyond chat text a server may send wrong (embeddings of both dialects, output media, model lists),
+and inputs past one request's limit."""
 
 import json
 

@@ -9,7 +9,8 @@ and the client turns the parts into the same event grammar as a stream.
 - At most ``MAX_INPUTS`` (2048) messages per request: more is a ConfigError before sending.
 - ``embedding_config.dimensions`` -> ``dimensions``; ``encoding_format: "float"``.
 - Generation options (tools, tool_choice, image/tts config, prompt caching other than
-  ENABLE) raise UnsupportedParameterError; the rest do not apply and are not sent.
+  ENABLE) and a system prompt (text that would not be embedded) raise
+  UnsupportedParameterError, as on Gemini; the rest do not apply and are not sent.
 - Response: one ``embedding`` item per vector in the order of its ``index``, then a
   StreamEnd with ``prompt_tokens`` = ``usage.prompt_tokens`` (other buckets None) and
   finish ``stop``.  A vector sent as base64 (servers that ignore encoding_format) is
@@ -30,7 +31,7 @@ from ._common import Protocol, Endpoint, embedding_vector, request_headers, to_i
 
 __all__ = ["build_request", "parse_response"]
 
-_REJECTED = ("tools", "tool_choice", "image_config", "tts_config")
+_REJECTED = ("tools", "tool_choice", "system_prompt", "image_config", "tts_config")
 
 #: the most inputs one request takes (OpenAI's API reference: "any array must be 2048 dimensions or less")
 MAX_INPUTS = 2048
