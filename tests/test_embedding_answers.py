@@ -99,13 +99,11 @@ def test_build_request_refuses_more_inputs_than_one_request_takes():
         openai_embeddings.build_request(openai, "m", [user("a")] * 2049, check_config(None))
     assert str(info.value) == ("openai-chat: 2049 inputs to embed in one request; it takes at most 2048 "
                                "(AutoLLMClient.embed sends more as several requests)")
+    assert openai_embeddings.PROTOCOL.max_inputs == 2048 and gemini_embeddings.PROTOCOL.max_inputs == 100
+    # a Gemini plan of more is not refused: a batch job sends each of its messages as a request of its own
     gemini = Endpoint("gemini", GEMINI_BASE, "k", None, {"embeddings": True})
-    assert len(gemini_embeddings.build_request(gemini, "m", [user("a")] * 100, check_config(None)).body["requests"]) \
-        == 100
-    with pytest.raises(ConfigError) as info:
-        gemini_embeddings.build_request(gemini, "m", [user("a")] * 101, check_config(None))
-    assert str(info.value) == ("gemini: 101 inputs to embed in one request; batchEmbedContents takes at most 100 "
-                               "(AutoLLMClient.embed sends more as several requests)")
+    assert len(gemini_embeddings.build_request(gemini, "m", [user("a")] * 101, check_config(None)).body["requests"]) \
+        == 101
 
 
 def test_embed_splits_openai_inputs_past_2048_in_order():

@@ -7,8 +7,9 @@ document into one ``embedding`` item per input message, then a StreamEnd (usage 
 Each message is one input: its text items (and inline media, for multimodal
 embedding models) become the parts of one content; a message with nothing to embed
 is sent as a single space, as the other embedding clients do.
-``embedding_config.dimensions`` -> ``outputDimensionality``.  At most ``MAX_INPUTS`` (100)
-messages per request: more is a ConfigError before sending.  A vector that is not a list of
+``embedding_config.dimensions`` -> ``outputDimensionality``.  ``batchEmbedContents`` takes at
+most ``MAX_INPUTS`` (100) messages: ``AutoLLMClient.embed`` sends more as several requests (the
+plan itself is not refused: a batch job sends each message as its own request).  A vector that is not a list of
 finite numbers as long as the others is a StreamProtocolError.
 """
 
@@ -22,7 +23,8 @@ from .gemini import blob_part, request_path, resource_name, url_part
 
 __all__ = ["build_request", "parse_response"]
 
-#: the most requests one batchEmbedContents takes (the server: "at most 100 requests can be in one batch")
+#: the most requests one batchEmbedContents takes (the server: "at most 100 requests can be in one batch");
+#: the Batch API's asyncBatchEmbedContent takes a row's messages one request each, so the plan does not refuse more
 MAX_INPUTS = 100
 
 def _content(client: str, message: Mapping[str, Any]) -> Dict[str, Any]:
@@ -52,9 +54,6 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         raise unsupported(client, "prompt_caching", "does not apply to embedding models")
     if not messages:  # pragma: no cover - validate.check_messages refuses an empty list
         raise ConfigError("{}: nothing to embed".format(client))
-    if len(messages) > MAX_INPUTS:
-        raise ConfigError("{}: {} inputs to embed in one request; batchEmbedContents takes at most {} "
-                          "(AutoLLMClient.embed sends more as several requests)".format(client, len(messages), MAX_INPUTS))
     dimensions = (config.get("embedding_config") or {}).get("dimensions")
     headers = request_headers(endpoint, "application/json")
     if len(messages) == 1:
