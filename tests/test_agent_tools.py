@@ -222,9 +222,12 @@ def test_a_partial_and_a_callable_object():
 
     three_days = tool(functools.partial(forecast, days=3), name="forecast3")
     assert three_days.schema == {"name": "forecast3", "description": "Forecast for a city.", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-        "required": ["city"]}}  # (a value the partial binds is not shown to the model: it may be a key)
+        "type": "object", "properties": {"city": {"type": "string"}},
+        "required": ["city"]}}  # (what the partial binds is fixed: not the model's to see or set; it may be a key)
     assert three_days.run({"city": "Oslo"}) == "Oslo 3"
+    with pytest.raises(ValueError) as refused:
+        three_days.run({"city": "Oslo", "days": 9})
+    assert str(refused.value) == "unknown argument 'days' (parameters: city)"
     assert tool(Clock(), name="clock").schema["parameters"] == {
         "type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}
     with pytest.raises(ConfigError) as info:
@@ -503,8 +506,14 @@ def test_a_default_that_is_a_credential_is_never_shown_to_the_model(monkeypatch)
 
     bound = tool(functools.partial(search, api_key="sk-live-bound-0002"), name="search")
     assert bound.schema["parameters"] == {"type": "object", "properties": {
-        "query": {"type": "string"}, "api_key": {"type": "string"}, "limit": {"type": "integer", "default": 5},
+        "query": {"type": "string"}, "limit": {"type": "integer", "default": 5},
         "proxy": {"type": "string"}, "endpoint": {"type": "string"}, "env_key": {"type": "string"},
         "region": {"type": "string", "default": "eu"}}, "required": ["query"]}
     assert "sk-live" not in json.dumps(bound.schema) and "hunter22" not in json.dumps(bound.schema)
     assert bound.run({"query": "q"}) == "q sk-live-bound-0002 5 eu"
+    with pytest.raises(ValueError) as refused:  # the bound key is fixed: the model cannot replace it
+        bound.run({"query": "q", "api_key": "sk-from-the-model"})
+    assert str(refused.value).startswith("unknown argument 'api_key' (parameters: query, limit,")
+    with pytest.raises(ConfigError) as unnamed:  # (its repr shows the bound key)
+        tool(functools.partial(search, api_key="sk-live-bound-0002"))
+    assert str(unnamed.value) == "a partial has no name: tool(fn, name=...)"

@@ -11,8 +11,9 @@ sequences, ``Dict[str, X]``, ``Literal``, ``Enum``, ``TypedDict``, dataclasses, 
 ``Annotated`` with a description and ``Field(ge=..., le=...)``-like bounds, pydantic models, ``Any`` (and
 no hint: any JSON value)).  ``*args``/``**kwargs``, a positional-only parameter or a hint with no schema is a
 ConfigError naming the parameter; an ``async def`` function is a ConfigError naming the tool.  A parameter with a default is not required, and its schema carries the
-default (as JSON; a default JSON cannot hold is left out, and so is one that may be a credential: a value a
-partial binds, a str the secret scrubber would hide); a None default makes its hint Optional.
+default (as JSON; a default JSON cannot hold is left out, and so is one that may be a credential: a str the
+secret scrubber would hide); a parameter a partial binds by keyword is fixed (not in the schema, not the model's
+to set); a None default makes its hint Optional.
 
 Arguments a model sends are checked against the same compiled hints before the function is called
 (``convert``: every problem, in words the model can act on) and converted on the way in: ints stay ints, a
@@ -197,8 +198,8 @@ class Tool(object):
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "")  # type: str
         if not self.name or self.name == "<lambda>":
-            raise ConfigError("{} has no name: tool(fn, name=...)".format(
-                "a lambda" if self.name == "<lambda>" else repr(fn)[:80]))
+            raise ConfigError("{} has no name: tool(fn, name=...)".format(  # (not its repr: a partial's shows the
+                "a lambda" if self.name == "<lambda>" else "a " + type(fn).__name__))  # values it binds, a key too)
         hinted = _hinted(fn)
         if inspect.iscoroutinefunction(hinted) or inspect.isasyncgenfunction(hinted):
             raise ConfigError("tool {!r} is an async function: a tool runs in a thread of its own, its return value "
@@ -210,8 +211,9 @@ class Tool(object):
         #: each parameter's compiled hint (its schema and its converter), in the signature's order
         self._params = {}  # type: Dict[str, Compiled]
         self._required = []  # type: List[str]
-        properties = {name: self._parameter(name, param, texts.get(name))
-                      for name, param in self._signature(fn).items()}
+        signature = self._signature(fn)
+        properties = {name: self._parameter(name, param, texts.get(name))  # (what a partial binds is fixed: not
+                      for name, param in signature.items() if name not in self._bound}  # the model's to set)
         parameters = {"type": "object", "properties": properties}  # type: Dict[str, Any]
         if self._required:
             parameters["required"] = list(self._required)
@@ -245,7 +247,7 @@ class Tool(object):
                 raise ConfigError("tool {!r}: parameter {!r} is positional-only; a model passes arguments by "
                                   "name".format(self.name, pname))
         self._hints = type_hints(_hinted(fn))
-        #: the arguments a partial binds by keyword: their values are never shown to the model (a key, say)
+        #: the arguments a partial binds by keyword: fixed, neither shown to the model nor taken from it (a key, say)
         self._bound = frozenset(fn.keywords) if isinstance(fn, functools.partial) else frozenset()
         return parameters
 
@@ -269,7 +271,7 @@ class Tool(object):
             schema["description"] = text
         if param.default is param.empty:
             self._required.append(name)
-        elif name not in self._bound and not _credential(param.default):  # (the schema goes to the provider)
+        elif not _credential(param.default):  # (the schema goes to the provider)
             try:
                 schema["default"] = to_json(param.default)
             except ValueError:  # a default JSON cannot hold (an object, a function): left out
