@@ -72,7 +72,7 @@ class Timeout(object):
                  read: Optional[float] = DEFAULT_READ_TIMEOUT, total: Optional[float] = None) -> None:
         for name, value in (("connect", connect), ("read", read), ("total", total)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not value > 0 or value > threading.TIMEOUT_MAX):  # (a socket's limit)
+                                      or not value > 0):
                 raise ConfigError("timeout {} must be a positive number of seconds or None (got {!r})".format(
                     name, value))
             if value is not None and value > threading.TIMEOUT_MAX:  # (a socket's or a lock's wait cannot be longer)

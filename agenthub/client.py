@@ -592,7 +592,9 @@ class AutoLLMClient(object):
 
     def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
-        dimensions).  A server answering another number of vectors is a StreamProtocolError."""
+        dimensions).  More texts than one request takes (2048 for OpenAI-compatible servers, 100 for
+        Gemini) go as several requests, in order.  A server answering another number of vectors, or
+        vectors of other dimensions than ``embedding_config`` asked for, is a StreamProtocolError."""
         if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)) \
                 or not all(isinstance(t, str) for t in texts):
             raise ConfigError("embed takes a list of strings")
@@ -603,13 +605,26 @@ class AutoLLMClient(object):
                 client=self.client_type, operation="embed")
         if not texts:
             return []
-        messages = [{"role": "user", "content_items": [{"type": "text", "text": text}]} for text in texts]
-        answer = self.response(messages, config)  # type: ignore[arg-type]
-        items = answer["content_items"]  # type: List[Any]
-        vectors = [item["embedding"] for item in items if item.get("type") == "embedding"]  # type: List[List[float]]
-        if len(vectors) != len(texts):
-            raise StreamProtocolError("{}: {} texts were sent for embedding and {} vectors came back".format(
-                self.client_type, len(texts), len(vectors)), client=self.client_type)
+        cfg = check_config(config)
+        wanted = (cfg.get("embedding_config") or {}).get("dimensions")
+        size = self._protocol.max_inputs or len(texts)  # more than one request takes: several requests, in order
+        vectors = []  # type: List[List[float]]
+        for start in range(0, len(texts), size):
+            chunk = texts[start:start + size]
+            messages = [{"role": "user", "content_items": [{"type": "text", "text": text}]} for text in chunk]
+            answer = self.response(messages, config)  # type: ignore[arg-type]
+            items = answer["content_items"]  # type: List[Any]
+            got = [item["embedding"] for item in items if item.get("type") == "embedding"]  # type: List[List[float]]
+            if len(got) != len(chunk):
+                raise StreamProtocolError("{}: {} texts were sent for embedding and {} vectors came back".format(
+                    self.client_type, len(chunk), len(got)), client=self.client_type)
+            for vector in got:
+                if wanted is not None and len(vector) != wanted:
+                    raise StreamProtocolError("{}: embedding_config asked for {} dimensions and a vector of {} came "
+                                              "back (the server ignored it)".format(self.client_type, wanted,
+                                                                                    len(vector)),
+                                              client=self.client_type)
+            vectors.extend(got)
         return vectors
 
     def list_models(self) -> List[str]:

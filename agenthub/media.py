@@ -80,6 +80,9 @@ def audio_format(mime_type: str) -> Tuple[int, int, int]:
         raise ConfigError("{!r} is not raw PCM audio: save its bytes as they are".format(mime_type))
     rate = _int_param(params, ("rate", "sample_rate", "samplerate"), 24000)
     channels = _int_param(params, ("channels", "channel"), 1)
+    if width > 4 or channels > 0xFFFF or rate * channels * width > 0xFFFFFFFF:  # WAV's header fields
+        raise ConfigError("{!r} cannot be written to WAV (at most 32 bits per sample, 65535 channels and "
+                          "4294967295 bytes a second)".format(mime_type))
     return rate, channels, width
 
 
@@ -186,7 +189,11 @@ def save_inline_data(item: Any, path: Any) -> str:
     if not isinstance(item, dict) or not isinstance(item.get("data"), (bytes, bytearray)):
         raise ConfigError("save_inline_data takes an inline_data item")
     mime = item.get("mime_type") or "application/octet-stream"
-    path = os.fspath(path)
+    if not isinstance(mime, str):
+        raise ConfigError("an inline_data item's mime_type must be a str (got {})".format(type(mime).__name__))
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise ConfigError("path must be a str or os.PathLike (got {})".format(type(path).__name__))
+    path = os.fsdecode(path)  # (a bytes path takes the extension as text does)
     kind, _ = _params(mime)
     is_pcm = kind.startswith("audio/") and kind not in _WAV_TYPES and (
         kind.partition("/")[2] in _WIDTHS or kind.partition("/")[2] in _PCM_TYPES)

@@ -12,7 +12,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 CALLS = [("echo", {"text": "hi"}), ("two_parts", {"a": "x", "b": "y"}), ("add", {"a": 1, "b": 2}),
-         ("picture", {}), ("fail", {"why": "no"}), ("slow", {"steps": 3}), ("météo", {"city": "Paris"})]
+         ("picture", {}), ("fail", {"why": "no"}), ("slow", {"steps": 3}), ("météo", {"city": "Paris"}),
+         ("attachment", {})]
 
 
 def dump(value):

@@ -8,7 +8,7 @@ notifications/tools/list_changed outside any request (on the listening stream of
 ``stateless-grow`` is ``stateless`` with ``grow`` (its notification reaches no client: there is no session).
 
 Its tools cover what a tool result can hold: text parts, structured content alone, an image, a
-resource link, an error result, progress notifications before the result; plus a resource, a
+resource link, embedded resources (an image blob, a text), an error result, progress notifications before the result; plus a resource, a
 template-less prompt and a tool with a non-ASCII name.
 """
 
@@ -19,6 +19,7 @@ import sys
 from typing import TypedDict
 
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.types import BlobResourceContents, EmbeddedResource, TextResourceContents
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
@@ -73,6 +74,15 @@ async def slow(steps: int, ctx: Context) -> str:
 def weather(city: str) -> str:
     """A tool whose name is not ASCII."""
     return "sunny in " + city
+
+
+@app.tool()
+def attachment() -> list:
+    """Two embedded resources: a PNG (a blob) and a text."""
+    return [EmbeddedResource(type="resource", resource=BlobResourceContents(
+                uri="file:///pixel.png", mimeType="image/png", blob=base64.b64encode(PNG).decode("ascii"))),
+            EmbeddedResource(type="resource", resource=TextResourceContents(
+                uri="file:///notes.txt", mimeType="text/plain", text="notes"))]
 
 
 @app.resource("note://hello", mime_type="text/plain")

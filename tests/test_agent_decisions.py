@@ -458,3 +458,39 @@ def test_an_id_decision_does_not_cover_a_tampered_call_this_process_showed_in_an
     assert ran == [] and result.stop == "approval"
     assert result.pending == [state[-1]["content_items"][-1]]
 
+
+
+@tool(requires_approval=True, idempotent=False)
+def transfer(amount) -> str:
+    """Transfer an amount (no hint: any JSON value)."""
+    ran.append(("transfer", amount))
+    return "sent {}".format(amount)
+
+
+NOT_JSON = [({1, 2}, "TypeError: Object of type set is not JSON serializable"),
+            (float("nan"), "ValueError: Out of range float values are not JSON compliant"),
+            (object(), "TypeError: Object of type object is not JSON serializable")]
+
+
+@pytest.mark.parametrize("value, why", NOT_JSON)
+def test_edited_arguments_json_cannot_hold_are_a_config_error_before_anything_is_sent(value, why):
+    """Edited arguments stand in for the model's, which are JSON (a journal keeps them, a digest binds them):
+    given up front (decisions=) the run refuses them before sending; from approve() or a hook, before the call
+    runs, nothing of the turn run."""
+    from agenthub.stores import MemoryStore
+
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls([("call_0", "transfer", '{"amount": 5}')])]))
+        first = client_for(server).run([USER], tools=[transfer]).result()
+        assert first.stop == "approval"
+        with pytest.raises(ConfigError) as info:
+            client_for(server).run([USER] + first.messages, tools=[transfer],
+                                   decisions={"call_0": {"arguments": {"amount": value}}})
+        assert str(info.value) == "decisions['call_0']: its arguments must be JSON ({})".format(why)
+        assert len(server.requests) == 1
+        server.answers.append(Answer([chat_calls([("call_1", "transfer", '{"amount": 5}')])]))
+        with pytest.raises(ConfigError) as info:
+            client_for(server).run([USER], tools=[transfer], journal=MemoryStore(), run_id="t-1",
+                                   approve=lambda call: {"arguments": {"amount": value}}).result()
+        assert str(info.value) == "approve()'s answer for call_1: its arguments must be JSON ({})".format(why)
+    assert ran == []

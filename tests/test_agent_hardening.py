@@ -332,3 +332,209 @@ def test_abort_while_a_model_stream_is_read_ends_the_run_at_once():
     assert ended and all(e["event_type"] != "stop" for e in out["value"])
     result = run.result()
     assert result.stop == "aborted" and result.turns == 0 and result.messages == []
+
+
+# -- what a tool raises or returns that the result item must not lose or mangle ----------------------------------
+
+class _NoText(Exception):
+    """An exception whose text cannot be read (its __str__ raises: a library's exception built without the
+    attribute its __str__ formats)."""
+
+    def __str__(self):
+        raise AttributeError("'_NoText' object has no attribute 'detail'")
+
+
+@tool
+def unreadable() -> str:
+    """Raise an exception whose text cannot be read."""
+    raise _NoText()
+
+
+@tool
+def fine() -> str:
+    """Return a fixed text."""
+    return "fine"
+
+
+@pytest.mark.parametrize("calls", [[("c1", "unreadable", "{}")],  # inline, in the run's thread
+                                   [("c1", "unreadable", "{}"), ("c2", "fine", "{}")]])  # on the run's threads
+def test_an_exception_whose_text_cannot_be_read_is_an_error_result_and_the_run_goes_on(calls):
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[unreadable, fine]).result()
+        sent = tool_results(server.requests[1])
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"][0] == {
+        "type": "tool_result", "tool_call_id": "c1", "is_error": True,
+        "text": "_NoText: (its text could not be read: AttributeError)"}
+    assert sent[0] == {"role": "tool", "tool_call_id": "c1",
+                       "content": "_NoText: (its text could not be read: AttributeError)"}
+
+
+PNG_URI = "data:image/png;base64,iVBORw0KGgo="
+
+
+@pytest.mark.parametrize("returned, item", [
+    # one image as a str: one image (not a list of its characters)
+    ({"type": "tool_result", "text": "a chart", "images": PNG_URI}, {"text": "a chart", "images": [PNG_URI]}),
+    ({"type": "tool_result", "text": "two", "images": (PNG_URI, PNG_URI)}, {"text": "two", "images": [PNG_URI] * 2}),
+    # a text that is no str: as JSON, as any other value a tool returns (not Python's repr)
+    ({"type": "tool_result", "text": {"rows": [1, None, True]}}, {"text": '{"rows": [1, null, true]}'}),
+    ({"type": "tool_result", "text": None}, {"text": ""}),
+    # images that are no data URLs (str): an error result the model reads, not a request that fails or mangles them
+    ({"type": "tool_result", "text": "x", "images": [b"\x89PNG"]},
+     {"text": "TypeError: a tool_result's images must be a list of data: URLs (str); got a list holding a bytes",
+      "is_error": True}),
+    ({"type": "tool_result", "text": "x", "images": 7},
+     {"text": "TypeError: a tool_result's images must be a list of data: URLs (str); got a int", "is_error": True}),
+])
+def test_a_returned_tool_result_item_keeps_its_images_and_text(returned, item):
+    @tool
+    def chart() -> dict:
+        """Draw a chart."""
+        return returned
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "chart", "{}")])]), Answer([chat_text("ok")])]
+        result = client_for(server, model="gpt-4o").run([USER], tools=[chart]).result()
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [dict({"type": "tool_result", "tool_call_id": "c1"}, **item)]
+
+
+@tool
+def listing(folder: str) -> object:
+    """List a folder whose file names are not all UTF-8 (decoded with surrogateescape, as os.listdir does)."""
+    names = ["ok.txt", b"caf\xe9.txt".decode("utf-8", "surrogateescape"), "\ud83d\ude00.txt"]
+    if folder == "raise":
+        raise ValueError("cannot open {}".format(names[1]))
+    if folder == "json":
+        return {"names": names}
+    return "\n".join(names)
+
+
+@pytest.mark.parametrize("folder, text, is_error", [
+    ("str", "ok.txt\ncaf\ufffd.txt\n\U0001F600.txt", False),
+    ("json", '{"names": ["ok.txt", "caf\ufffd.txt", "\U0001F600.txt"]}', False),
+    ("raise", "ValueError: cannot open caf\ufffd.txt", True),
+])
+def test_a_lone_surrogate_in_what_a_tool_returns_or_raises_is_u_fffd_and_the_run_goes_on(folder, text, is_error):
+    """As an MCP server's result (tests/test_mcp_runner.py): a half of a UTF-16 pair alone is U+FFFD, the two
+    halves of one character side by side that character; the next request is sent, not a ConfigError."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "listing", json.dumps({"folder": folder}))])]),
+                           Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[listing]).result()
+        sent = tool_results(server.requests[1])
+    item = {"type": "tool_result", "tool_call_id": "c1", "text": text}
+    if is_error:
+        item["is_error"] = True
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [item]
+    assert sent == [{"role": "tool", "tool_call_id": "c1", "content": text}]
+
+
+@pytest.mark.parametrize("count, parallel", [(1, 4), (2, 4), (2, 1), (3, 2)])
+def test_abort_before_the_turns_calls_start_runs_none_of_them_inline_or_on_threads(count, parallel):
+    """abort() while approve() is asked (a UI waiting for its user, or another thread's abort then): no call of
+    the turn starts, on the run's threads as in its own; they all come back in pending."""
+    started = []
+
+    @tool
+    def step(n: int) -> str:
+        """Do a step."""
+        started.append(n)
+        return "step {}".format(n)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c{}".format(n), "step", json.dumps({"n": n}))
+                                               for n in range(count)])]), Answer([chat_text("ok")])]
+        box = []
+
+        def approve(call):
+            box[0].abort()
+            return True
+
+        box.append(client_for(server).run([USER], tools=[step], approve=approve, parallel=parallel))
+        result = box[0].result()
+        assert len(server.requests) == 1
+    assert started == []
+    assert (result.stop, [c["tool_call_id"] for c in result.pending]) == \
+        ("aborted", ["c{}".format(n) for n in range(count)])
+    assert result.messages == [result.final] and result.calls == []
+
+
+@pytest.mark.parametrize("seconds", [float("inf"), 1e300, 1e10])
+def test_a_tool_timeout_past_what_a_wait_can_take_is_waited_in_steps_not_an_overflow_error(seconds):
+    """A timeout of inf (or one beyond the platform's clock: 1e10 s) waits for the call as long as it runs, as a
+    timeout never reached does; the run goes on (an OverflowError from the queue's wait ended it)."""
+
+    @tool(timeout=seconds)
+    def quick(n: int) -> str:
+        """Return at once."""
+        return "n={}".format(n)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "quick", '{"n": 1}'), ("c2", "quick", '{"n": 2}')])]),
+                           Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[quick]).result()
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": "n=1"},
+                                                   {"type": "tool_result", "tool_call_id": "c2", "text": "n=2"}]
+
+
+def test_a_pydantic_model_a_tool_returns_goes_back_as_its_json():
+    """A tool returning a pydantic model (v2 ``model_dump``): its fields as JSON, nested ones too, as a dataclass
+    goes (not the model's ``str()``, ``name='Ada' tags=[...]``)."""
+    pydantic = pytest.importorskip("pydantic")
+
+    class Tag(pydantic.BaseModel):
+        label: str
+
+    class Person(pydantic.BaseModel):
+        name: str
+        tags: list
+        best: Tag
+
+    @tool
+    def lookup(name: str) -> object:
+        """Look a person up."""
+        return {"found": Person(name=name, tags=[Tag(label="math")], best=Tag(label="engines"))}
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "lookup", '{"name": "Ada"}')])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[lookup]).result()
+    assert result.messages[1]["content_items"] == [{
+        "type": "tool_result", "tool_call_id": "c1",
+        "text": '{"found": {"name": "Ada", "tags": [{"label": "math"}], "best": {"label": "engines"}}}'}]
+
+
+def test_a_journaled_call_that_abort_kept_from_starting_is_not_interrupted_on_resume():
+    """abort() while approve() is asked: the call of a tool that must run at most once never started, so the
+    journal does not hold it as started; the resumed run runs it (once), not hands it back as interrupted."""
+    from agenthub.stores import MemoryStore
+
+    paid = []
+
+    @tool(idempotent=False)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return "paid {}".format(amount)
+
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 5}')])]), Answer([chat_text("Paid.")])]
+        box = []
+
+        def approve(call):
+            box[0].abort()
+            return True
+
+        box.append(client_for(server).run([USER], tools=[pay], approve=approve, journal=store, run_id="pay-1"))
+        stopped = box[0].result()
+        assert (stopped.stop, [c["tool_call_id"] for c in stopped.pending], paid) == ("aborted", ["c1"], [])
+        resumed = client_for(server).run([USER], tools=[pay], approve=lambda call: True, journal=store,
+                                         run_id="pay-1").result()
+        assert len(server.requests) == 2
+    assert (resumed.stop, resumed.pending, resumed.interrupted, paid) == ("done", [], [], [5])
+    assert resumed.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": "paid 5"}]

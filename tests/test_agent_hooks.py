@@ -434,3 +434,140 @@ def test_an_around_call_hook_that_retries_does_not_run_a_side_effect_twice():
         ("c1", "Rome: open", False),
         ("c2", "ConfigError: tool 'flaky_book' is declared idempotent=False: an around_call hook may proceed() once "
                "(it ran already)", True)]
+
+
+def test_an_on_run_start_that_raises_ends_the_run_and_lets_its_journal_claim_go():
+    """A hook's on_run_start raising: nothing is sent, every hook's on_run_end hears the error (one that opened
+    something at its start closes it), and a journaled run's claim is let go at once: the same run_id runs."""
+    from agenthub.stores import MemoryStore
+
+    class Boom(ToolHook):
+        def on_run_start(self, run):
+            raise RuntimeError("cannot start")
+
+    class Ends(ToolHook):
+        def __init__(self):
+            self.seen = []
+
+        def on_run_start(self, run):
+            self.seen.append("start")
+
+        def on_run_end(self, run, error):
+            self.seen.append(("end", repr(error)))
+
+    store = MemoryStore()
+    ends = Ends()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text("Done.")])]
+        with pytest.raises(RuntimeError) as info:
+            client_for(server).run([USER], tools=[get_weather], hooks=[ends, Boom()], journal=store,
+                                   run_id="hooked-1").result()
+        assert str(info.value) == "cannot start" and server.requests == []
+        assert ends.seen == ["start", ("end", "RuntimeError('cannot start')")]
+        again = client_for(server).run([USER], tools=[get_weather], journal=store, run_id="hooked-1").result()
+    assert (again.stop, again.replayed_turns, len(server.requests)) == ("done", 0, 1)
+
+
+class _Forgot(ToolHook):
+    def around_call(self, run, call, proceed):
+        proceed()  # (no return: None)
+
+
+class _TextOnly(ToolHook):
+    def around_call(self, run, call, proceed):
+        return proceed()["text"]
+
+
+class _Cached(ToolHook):
+    def around_call(self, run, call, proceed):  # an item of its own, without the call's id
+        return {"type": "tool_result", "text": "cached " + call["arguments"]["city"]}
+
+
+@pytest.mark.parametrize("calls", [1, 2])  # inline, and on the run's threads
+@pytest.mark.parametrize("hook, texts", [
+    (_Forgot(), ["ConfigError: an around_call hook returned a NoneType, not the tool_result item proceed() "
+                 "returns"] * 2),
+    (_TextOnly(), ["ConfigError: an around_call hook returned a str, not the tool_result item proceed() "
+                   "returns"] * 2),
+    (_Cached(), ["cached Paris", "cached Rome"]),
+])
+def test_an_around_call_that_returns_no_tool_result_item_is_the_calls_error_result(calls, hook, texts):
+    cities = ["Paris", "Rome"][:calls]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c{}".format(n), "get_weather", json.dumps({"city": city}))
+                                               for n, city in enumerate(cities)])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[get_weather], hooks=[hook]).result()
+    error = isinstance(hook, (_Forgot, _TextOnly))
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [
+        dict({"type": "tool_result", "tool_call_id": "c{}".format(n), "text": texts[n]}, **({"is_error": True}
+                                                                                          if error else {}))
+        for n in range(calls)]
+
+
+class _NoReturn(ToolHook):
+    def around_request(self, run, proceed):
+        proceed()  # (no return: None)
+
+
+class _OwnValue(ToolHook):
+    def around_request(self, run, proceed):
+        proceed()
+        return {"note": "a value of its own"}
+
+
+class _Twice(ToolHook):
+    def around_request(self, run, proceed):
+        proceed()
+        return proceed()
+
+
+class _Skips(ToolHook):
+    def around_request(self, run, proceed):
+        return None
+
+
+class _Swallows(ToolHook):
+    def around_request(self, run, proceed):
+        try:
+            return proceed()
+        except Exception:
+            return None
+
+
+@pytest.mark.parametrize("hook", [_NoReturn(), _OwnValue()])
+def test_an_around_request_that_returns_another_value_loses_no_turn(hook):
+    """The turn is what proceed() read, whatever the hook returns: its answer, usage and cost are the run's (a
+    hook that returned None made the paid turn an empty answer with no usage; another value, a KeyError)."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')])]),
+                           Answer([chat_text("Sunny.")])]
+        result = client_for(server).run([USER], tools=[get_weather], hooks=[hook]).result()
+    assert result.final["content_items"] == [{"type": "text", "text": "Sunny."}]
+    assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1",
+                                                    "text": "18 C"}]
+    assert (result.turns, result.usage_metadata["prompt_tokens"], result.usage_metadata["response_tokens"]) == \
+        (2, 30, 8)
+
+
+@pytest.mark.parametrize("hook, message", [
+    (_Twice(), "an around_request hook called proceed() twice: it sends the turn once"),
+    (_Skips(), "an around_request hook returned without calling proceed(): the turn was not sent"),
+])
+def test_an_around_request_that_skips_or_repeats_proceed_is_a_config_error(hook, message):
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text("Sunny.")])]
+        with pytest.raises(ConfigError) as info:
+            client_for(server).run([USER], tools=[get_weather], hooks=[hook]).result()
+        assert len(server.requests) == (1 if isinstance(hook, _Twice) else 0)
+    assert str(info.value) == message
+
+
+def test_an_around_request_cannot_swallow_the_turns_error():
+    from agenthub import ServerError
+
+    with SSEServer() as server:
+        server.answers += [Answer([b'{"error": {"message": "overloaded", "type": "server_error"}}'], status=503,
+                                  headers={"Content-Type": "application/json"})]
+        with pytest.raises(ServerError):
+            client_for(server).run([USER], tools=[get_weather], hooks=[_Swallows()]).result()

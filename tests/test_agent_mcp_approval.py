@@ -68,3 +68,21 @@ def test_approve_is_asked_and_a_reason_denies_it():
     assert sent[-1] == {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": False,
                         "reason": "not today"}
     assert result.messages[1]["content_items"][0]["text"] == "denied: not today"
+
+
+def test_an_approval_request_whose_arguments_are_an_object_or_a_number_is_shown_not_a_crash():
+    """A compatible server that sends the request's arguments as a JSON object (not a string holding one), or as
+    something else: the call shows the object as its arguments (anything else under "arguments")."""
+    global REQUEST
+    kept = REQUEST
+    try:
+        for arguments, shown in (({"owner": "octo"}, {"owner": "octo"}), (7, {"arguments": 7}),
+                                 (["a"], {"arguments": ["a"]})):
+            REQUEST = dict(kept, arguments=arguments)
+            with SSEServer() as server:
+                server.answers += [Answer([approval_turn()])]
+                stopped = client_for(server).run([USER], SERVERS, tools=[local_list_repos]).result()
+            assert stopped.stop == "approval"
+            assert stopped.pending == [dict(CALL, arguments=shown, fidelity={"server_item": REQUEST})]
+    finally:
+        REQUEST = kept

@@ -2,6 +2,7 @@
 Runs on every supported Python (3.8 included: typing.get_type_hints, no typing_extensions)."""
 
 import enum
+import json
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
@@ -221,9 +222,12 @@ def test_a_partial_and_a_callable_object():
 
     three_days = tool(functools.partial(forecast, days=3), name="forecast3")
     assert three_days.schema == {"name": "forecast3", "description": "Forecast for a city.", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 3}},
-        "required": ["city"]}}
+        "type": "object", "properties": {"city": {"type": "string"}},
+        "required": ["city"]}}  # (what the partial binds is fixed: not the model's to see or set; it may be a key)
     assert three_days.run({"city": "Oslo"}) == "Oslo 3"
+    with pytest.raises(ValueError) as refused:
+        three_days.run({"city": "Oslo", "days": 9})
+    assert str(refused.value) == "unknown argument 'days' (parameters: city)"
     assert tool(Clock(), name="clock").schema["parameters"] == {
         "type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}
     with pytest.raises(ConfigError) as info:
@@ -440,3 +444,76 @@ def test_every_problem_is_reported_and_a_constructors_own_error_propagates():
     with pytest.raises(RuntimeError) as raised:  # the runner words it with error_text (secrets scrubbed)
         booked.convert({"seat": {"row": 41}, "n": 1})
     assert str(raised.value) == "row 41 does not exist"
+
+
+def test_a_none_default_accepts_null_on_every_python():
+    """``x: int = None``: typing.get_type_hints made it Optional[int] up to Python 3.10 and no longer does from
+    3.11; the tool's schema and its check are the same on every Python: the model is told null is allowed (its
+    default), and a null it sends is the function's None, not an error result."""
+
+    @tool
+    def find(query: str, limit: int = None, tags: List[str] = None, exact: Optional[bool] = None) -> str:
+        """Find."""
+        return "{} {} {} {}".format(query, limit, tags, exact)
+
+    assert find.schema["parameters"] == {"type": "object", "properties": {
+        "query": {"type": "string"},
+        "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+        "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": None},
+        "exact": {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": None}},
+        "required": ["query"]}
+    assert find.run({"query": "q", "limit": None, "tags": None, "exact": None}) == "q None None None"
+    assert find.run({"query": "q", "limit": 3.0, "tags": ["a"]}) == "q 3 ['a'] None"
+    with pytest.raises(ValueError) as info:
+        find.run({"query": "q", "limit": "3"})
+    assert str(info.value) == "limit must be an integer, got a string"
+
+
+def test_an_async_function_is_a_config_error_naming_it():
+    """A tool runs in a thread and its return value is the result: an ``async def`` would give the model a
+    coroutine's repr and never run (and warn that it was never awaited)."""
+
+    async def fetch(url: str) -> str:
+        return url
+
+    class Fetcher(object):
+        async def __call__(self, url: str) -> str:
+            return url
+
+    import functools
+
+    for fn, name in ((fetch, "fetch"), (functools.partial(fetch), "fetch"), (Fetcher(), "fetcher")):
+        with pytest.raises(ConfigError) as info:
+            tool(fn, name=name)
+        assert str(info.value) == ("tool {!r} is an async function: a tool runs in a thread of its own, its return "
+                                   "value the result; give a plain function (asyncio.run(...) inside it if it must "
+                                   "await)".format(name))
+
+
+def test_a_default_that_is_a_credential_is_never_shown_to_the_model(monkeypatch):
+    """A tool's schema goes to the provider with every request: a value a partial binds (the idiom for fixing a key),
+    a default read from a secret environment variable, or one with a URL's password or a token parameter is left
+    out of it (the parameter stays optional; its default still applies when the model leaves it out)."""
+    import functools
+
+    monkeypatch.setenv("SEARCH_API_KEY", "sk-live-from-env-0001")
+
+    def search(query: str, api_key: str, limit: int = 5, proxy: str = "https://bob:hunter22@proxy.example",
+               endpoint: str = "https://api.example/v1?token=tok-abc-123", env_key: str = "sk-live-from-env-0001",
+               region: str = "eu") -> str:
+        """Search."""
+        return "{} {} {} {}".format(query, api_key, limit, region)
+
+    bound = tool(functools.partial(search, api_key="sk-live-bound-0002"), name="search")
+    assert bound.schema["parameters"] == {"type": "object", "properties": {
+        "query": {"type": "string"}, "limit": {"type": "integer", "default": 5},
+        "proxy": {"type": "string"}, "endpoint": {"type": "string"}, "env_key": {"type": "string"},
+        "region": {"type": "string", "default": "eu"}}, "required": ["query"]}
+    assert "sk-live" not in json.dumps(bound.schema) and "hunter22" not in json.dumps(bound.schema)
+    assert bound.run({"query": "q"}) == "q sk-live-bound-0002 5 eu"
+    with pytest.raises(ValueError) as refused:  # the bound key is fixed: the model cannot replace it
+        bound.run({"query": "q", "api_key": "sk-from-the-model"})
+    assert str(refused.value).startswith("unknown argument 'api_key' (parameters: query, limit,")
+    with pytest.raises(ConfigError) as unnamed:  # (its repr shows the bound key)
+        tool(functools.partial(search, api_key="sk-live-bound-0002"))
+    assert str(unnamed.value) == "a partial has no name: tool(fn, name=...)"

@@ -517,3 +517,40 @@ def test_wait_stops_when_every_batch_left_is_in_a_state_agenthub_does_not_know(t
                                "does not know ({} paused); ask `status` later".format(job.state_path, info.remote_id)]
     summary = job.fetch(str(tmp_path / "out.jsonl"))
     assert (summary.done, summary.pending) == (0, ["a"])
+
+
+def _one_vector_short(provider, api, body):
+    from batch_fakes import default_answer
+
+    status, answer = default_answer(provider, api, body)
+    if api == "embeddings" and len(answer.get("data") or ()) > 1:
+        answer["data"] = answer["data"][:-1]  # a server dropping the last input's vector
+    return status, answer
+
+
+def test_an_embedding_answer_short_of_vectors_is_an_error_row_on_both_paths_billed_as_sent(tmp_path, fake):
+    from agenthub.jobs import run
+
+    fake.answer = _one_vector_short
+    rows = [{"id": "two", "model": "text-embedding-3-small", "messages": _user("a") + _user("bb")},
+            {"id": "one", "model": "text-embedding-3-small", "messages": _user("c")}]
+    src = _write(tmp_path / "in.jsonl", rows)
+    for how in ("batch", "live"):
+        out = str(tmp_path / (how + ".jsonl"))
+        if how == "batch":
+            job = B.submit(src, backend="auto")
+            job.wait(interval=0)
+            summary = job.fetch(out)
+        else:
+            summary = run(src, out, workers=1, progress=False, max_retries=0)
+        assert (summary.done, summary.failed) == (1, 1)
+        with open(out) as handle:
+            written = {row["id"]: row for row in map(json.loads, handle)}
+        short = written["two"]
+        assert short["message"] is None and short["finish_reason"] is None
+        assert short["error"]["type"] == "StreamProtocolError"
+        assert short["error"]["message"].startswith("openai-chat: 2 inputs were sent for embedding and 1 vectors "
+                                                    "came back")
+        assert short["usage_metadata"]["prompt_tokens"] == 4 and short["cost_usd"] is not None
+        assert written["one"]["error"] is None
+        assert written["one"]["message"]["content_items"] == [{"type": "embedding", "embedding": [1.0, 0.5, -1.0]}]

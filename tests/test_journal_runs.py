@@ -702,26 +702,26 @@ def echo_raw(city: str) -> str:
     return city + (" \udcff" if city == "Rome" else " \ud83d\ude00")
 
 
-def test_a_tool_result_with_a_lone_surrogate_fails_the_run_as_it_does_without_a_journal(store_url):
-    """A tool's text holding a lone surrogate (bytes decoded with surrogateescape): a run journaled on SQLite or
-    Redis (which keep UTF-8) stores the result with the surrogate escaped (JSON reads it back the same) and fails
-    at the next request with the ConfigError a run without a journal (or journaled in memory) gets, not an untyped
-    UnicodeEncodeError from the store; the resumed run replays the result and fails the same, sending nothing.
-    Two lone surrogates side by side (which JSON's escapes would read back as one character): a JournalError."""
+def test_a_tool_result_with_a_lone_surrogate_goes_on_as_u_fffd_and_replays_the_same(store_url):
+    """A tool's text holding a lone surrogate (bytes decoded with surrogateescape) is U+FFFD in its result, as it
+    is without a journal (and as an MCP server's): a run journaled on SQLite or Redis stores that result, sends
+    the next request and is done; the resumed run replays it, sending nothing.  The two halves of one character
+    side by side are that character."""
     script = [chat_calls([("c1", "echo_raw", '{"city": "Rome"}')]), chat_text("Done.")]
-    errors = []
+    outcomes = []
     for journal in (None, MemoryStore(), store_url, store_url):
         with SSEServer() as server:
             server.answers += [Answer([answer]) for answer in script]
             kwargs = {} if journal is None else {"journal": journal, "run_id": "raw-1"}
-            with pytest.raises(ConfigError) as info:
-                client_for(server).run([USER], tools=[echo_raw], **kwargs).result()
-            errors.append((str(info.value), len(server.requests)))
-    assert "lone surrogate" in errors[0][0]
-    assert errors == [errors[0]] * 3 + [(errors[0][0], 0)]  # (resumed: the result replayed, nothing sent)
+            result = client_for(server).run([USER], tools=[echo_raw], **kwargs).result()
+            sent = [m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool"] \
+                if server.requests else None
+            outcomes.append((result.stop, plain(result.messages)[1], sent, len(server.requests)))
+    rome = {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c1", "text": "Rome \ufffd"}]}
+    live = ("done", rome, [{"role": "tool", "tool_call_id": "c1", "content": "Rome \ufffd"}], 2)
+    assert outcomes == [live] * 3 + [("done", rome, None, 0)]  # (resumed: the result replayed, nothing sent)
     assert ran == [("echo_raw", "Rome")] * 3
     with SSEServer() as server:
-        server.answers += [Answer([chat_calls([("c1", "echo_raw", '{"city": "Oslo"}')])])]
-        with pytest.raises(JournalError) as info:
-            client_for(server).run([USER], tools=[echo_raw], journal=store_url, run_id="raw-2").result()
-    assert info.value.reason == "entry" and info.value.run_id == "raw-2"
+        server.answers += [Answer([chat_calls([("c1", "echo_raw", '{"city": "Oslo"}')])]), Answer([chat_text("Ok.")])]
+        result = client_for(server).run([USER], tools=[echo_raw], journal=store_url, run_id="raw-2").result()
+    assert result.messages[1]["content_items"][0]["text"] == "Oslo \U0001F600"

@@ -407,6 +407,12 @@ def test_arguments_json_cannot_carry_are_a_config_error_and_the_connection_stays
         with pytest.raises(ConfigError) as info:  # a TypeError
             server.call_tool("echo", {"day": datetime.date(2026, 12, 6)})
         assert str(info.value) == "tools/call cannot be sent as JSON: Object of type date is not JSON serializable"
+        deep = []  # type: list
+        for _ in range(100000):
+            deep = [deep]
+        with pytest.raises(ConfigError) as info:  # a RecursionError, raised out of call_tool as it was
+            server.call_tool("echo", {"deep": deep})
+        assert str(info.value) == "tools/call cannot be sent as JSON: it is nested too deeply"
         assert server.call_tool("echo", {"text": "ok"})["text"] == "ok"
 
 

@@ -97,6 +97,21 @@ def test_tool_list_is_cached_for_its_ttl(servers):
         assert len(log(fake)) == start + 4
 
 
+def test_a_list_whose_ttl_ran_out_is_listed_again(servers):
+    # the cached entry's expiry was read into the name of the call's deadline: once a ttlMs ran out, the
+    # next list_tools raised "no answer within the call's timeout" without sending anything
+    import time
+
+    fake = servers("modern")
+    with mcp.connect(fake.url, timeout=10) as server:
+        first = server.list_tools()
+        fresh_until, value = server._lists["tools"]
+        server._lists["tools"] = (time.monotonic() - 1.0, value)  # its ttlMs (60 s) ran out
+        start = len(log(fake))
+        assert server.list_tools() == first
+        assert [r["body"]["method"] for r in log(fake)[start:]] == ["tools/list", "tools/list"]  # both pages
+
+
 def test_legacy_server_gets_initialize_then_the_session_id_and_a_delete_on_close(servers):
     fake = servers("legacy")
     start = len(log(fake))

@@ -191,6 +191,22 @@ def test_prompt_messages_as_unimessages():
         results.prompt_messages({"messages": [{"role": "system", "content": []}]})
 
 
+def test_an_embedded_image_is_an_image_in_a_tool_result_and_in_a_prompt():
+    # its blob was dropped: the tool result kept a line naming the URI, the prompt message nothing
+    png = {"uri": "file:///p.png", "mimeType": "image/png", "blob": "AAE="}
+    pdf = {"uri": "file:///d.pdf", "mimeType": "application/pdf", "blob": "AAE="}
+    assert results.tool_result({"content": [{"type": "resource", "resource": png},
+                                             {"type": "resource", "resource": pdf}]}) == {
+        "type": "tool_result", "text": "[resource: file:///p.png]\n[resource: file:///d.pdf]",
+        "images": ["data:image/png;base64,AAE="]}
+    assert results.prompt_messages({"messages": [{"role": "user", "content": {"type": "resource", "resource": png}},
+                                                 {"role": "user", "content": {"type": "resource", "resource": pdf}}]}) \
+        == [{"role": "user", "content_items": [{"type": "inline_data", "data": b"\x00\x01", "mime_type": "image/png"}]},
+            {"role": "user", "content_items": [{"type": "text", "text": "[resource: file:///d.pdf]"}]}]
+    with pytest.raises(StreamProtocolError):  # not base64: as an image block's
+        results.tool_result({"content": [{"type": "resource", "resource": dict(png, blob="%%")}]})
+
+
 # -- every message sent validates against the revision's published schema ------------------------------
 #
 # The schemas are read at test time from a checkout of modelcontextprotocol/modelcontextprotocol

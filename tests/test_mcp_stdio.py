@@ -1,5 +1,6 @@
 """agenthub.mcp over stdio against a fake server subprocess: both eras, the faults, nothing left behind."""
 
+import json
 import sys
 import time
 import threading
@@ -272,3 +273,61 @@ def test_close_returns_when_the_server_does_not_go_even_after_sigkill(monkeypatc
     monkeypatch.undo()
     assert process.wait(10) == -9  # (it did go: reaped here)
     assert leaked(before) == []
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_request_params_that_are_not_an_object_are_a_config_error_before_sending(era):
+    # a list or a str as params, or a _meta that is not an object: a TypeError or ValueError from dict() in the
+    # modern era, sent as it was in the handshake era
+    with mcp.connect(stdio_command(era), timeout=10) as server:
+        for params in ([1], "abc", {"_meta": [1]}, {"_meta": "x"}):
+            with pytest.raises(ConfigError) as caught:
+                server.request("tools/list", params)
+            assert str(caught.value) in ("params must be a dict or None (got {})".format(type(params).__name__),
+                                         "params[\"_meta\"] must be a dict (got {})".format(
+                                             type(params.get("_meta")).__name__ if isinstance(params, dict) else ""))
+        # nothing reached the server: its first tools/list is this one
+        assert server.request("tools/list", {"_meta": None})["tools"][0]["description"] == "list #1"
+
+
+@pytest.mark.parametrize("ttl, lists", [(10 ** 400, 1), (1e400, 1), (60000.0, 1), (0.0, 2), (-3.0, 2), (0, 2)])
+def test_a_ttl_of_any_json_number_is_read_as_one(ttl, lists):
+    # 2026-07-28 CacheableResult: ttlMs is a number. An int too large for a float was an OverflowError; a float was
+    # read as no ttl at all, so the list was kept until refresh=True (0.0 too, which says "stale at once")
+    with mcp.connect(stdio_command("modern"), timeout=10) as server:
+        asked = []
+
+        def request(method, params=None, timeout=None, headers=None):
+            asked.append(method)
+            return {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "ttlMs": ttl}
+
+        server.request = request
+        for _ in range(2):
+            assert server.list_tools() == [{"name": "t", "parameters": {"type": "object"}}]
+        assert asked == ["tools/list"] * lists
+
+
+def test_an_initialize_that_timed_out_is_not_cancelled(tmp_path):
+    # 2025-11-25 "Cancellation" 2: the initialize request MUST NOT be cancelled by clients (a timed-out
+    # server/discover probe, an ordinary request, is)
+    from agenthub.mcp import jsonrpc
+    from agenthub.mcp.stdio import StdioChannel
+
+    seen = tmp_path / "seen"
+    script = "import sys\nfor line in sys.stdin:\n    open(sys.argv[1], 'a').write(line)\n"
+    channel = StdioChannel([sys.executable, "-c", script, str(seen)], timeout=10)
+    try:
+        for ident, method in ((1, "server/discover"), (2, "initialize")):
+            with pytest.raises(TransportError):
+                channel.exchange(jsonrpc.request(ident, method, {}), timeout=0.2)
+        channel.post(jsonrpc.notification("notifications/last"))  # written after whatever was queued before
+        deadline = time.monotonic() + 10
+        while "notifications/last" not in (seen.read_text() if seen.exists() else ""):
+            assert time.monotonic() < deadline, "the server never got the last notification"
+            time.sleep(0.01)
+        lines = [json.loads(line) for line in seen.read_text().splitlines()]
+        assert [(m.get("method"), (m.get("params") or {}).get("requestId")) for m in lines] == [
+            ("server/discover", None), ("notifications/cancelled", 1), ("initialize", None),
+            ("notifications/last", None)]
+    finally:
+        channel.close()

@@ -55,13 +55,14 @@ def test_request_rejects_non_text_items_and_generation_options():
     for config, parameter in (({"tools": [{"name": "f"}]}, "tools"),
                               ({"image_config": {"image_size": "1K"}}, "image_config"),
                               ({"tts_config": [{"voice": "Kore"}]}, "tts_config"),
+                              ({"system_prompt": "s"}, "system_prompt"),
                               ({"prompt_caching": "disable"}, "prompt_caching")):
         with pytest.raises(UnsupportedParameterError) as info:
             request([message("x")], config)
         assert info.value.parameter == parameter
     # options that do not apply to embeddings are not sent (and never an error for thinking_level)
     body = request([message("x")], {"thinking_level": "high", "max_tokens": 5, "temperature": 0.1,
-                                    "system_prompt": "s", "trace_id": "t"}).body
+                                    "trace_id": "t"}).body
     assert body == {"model": "text-embedding-3-small", "input": ["x"], "encoding_format": "float"}
 
 

@@ -511,16 +511,21 @@ class Orders(object):
         return {"type": "tool_result", "text": "placed"}
 
 
-def test_a_providers_strict_tool_is_not_called_with_arguments_past_its_schema():
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_providers_strict_tool_is_not_called_with_arguments_past_its_schema(edited):
+    """The model's arguments, or those a decision edited (approve's, a before_call hook's), are held to the strict
+    schema: the call is an error result, the provider is not called with them."""
     bad = dict(GOOD, discount=1.5)
     provider = Orders()
+    first = GOOD if edited else bad
+    approve = (lambda call: {"arguments": bad} if call["tool_call_id"] == "toolu_1" else True) if edited else None
     with SSEServer() as server:
-        server.answers += [Answer([anthropic_calls([("toolu_1", "order", json.dumps(bad)),
+        server.answers += [Answer([anthropic_calls([("toolu_1", "order", json.dumps(first)),
                                                     ("toolu_2", "order", json.dumps(GOOD))])]),
                            Answer([anthropic_text("Done.")])]
         client = AutoLLMClient("claude-sonnet-4-6", api_key="sk-test-output-0001", base_url=server.url,
                                client_type="anthropic", max_retries=0)
-        result = client.run([USER], tools=[provider]).result()
+        result = client.run([USER], tools=[provider], approve=approve).result()
         second = server.requests[1]["body"]
     assert provider.called == [GOOD]
     assert second["messages"][-1]["content"] == [

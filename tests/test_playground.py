@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import struct
 import tempfile
 import threading
@@ -296,9 +297,9 @@ def type_and_send(driver, text):
     css(driver, "#send").click()
 
 
-def wait_done(driver):
+def wait_done(driver, timeout=8):
     wait(driver, lambda d: d.find_element(By.ID, "status").text.startswith(("Done", "Aborted"))
-         or "bad" in d.find_element(By.ID, "status").get_attribute("class"), "the end of the turn")
+         or "bad" in d.find_element(By.ID, "status").get_attribute("class"), "the end of the turn", timeout)
 
 
 def last_answer(driver):
@@ -444,6 +445,33 @@ def test_abort_stops_the_stream_says_aborted_and_frees_the_upstream(page, upstre
     assert [m["role"] for m in history(page)] == ["user", "assistant"]
 
 
+
+def test_stop_before_the_first_token_closes_the_upstream_connection(page, upstream):
+    """Stop while the model is still silent (no event yet, the page waiting for the server's answer): the
+    server's connection to the upstream is closed too (the fake sees the end of its connection while it is
+    still holding the answer back), and the stream's slot is free for the next turn."""
+    gate = threading.Event()
+    silent = Reply([gate] + text_reply("Too late.").steps)
+    upstream.replies.append(silent)
+    type_and_send(page, "hello")
+    wait(page, lambda d: upstream.requests, "the upstream request")
+    connection = upstream._connections[-1]
+    css(page, "#stop").click()
+    wait(page, lambda d: d.find_element(By.ID, "status").text == "Aborted.", "the aborted status")
+    connection.settimeout(5)
+    try:
+        assert connection.recv(1, socket.MSG_PEEK) == b""  # the server closed its end: EOF, not a timeout
+    finally:
+        connection.settimeout(None)
+        gate.set()
+    assert silent.finished.wait(5)
+    assert history(page) == []
+    upstream.replies.append(text_reply("Short."))
+    css(page, "#send").click()
+    wait_done(page)
+    assert css(page, "#status").text.startswith("Done")
+    assert history(page)[1]["content_items"] == [{"type": "text", "text": "Short."}]
+
 def test_keep_alive_comments_keep_the_page_waiting(browser, upstream):
     site = make_site(upstream, keepalive_seconds=0.1)
     try:
@@ -454,8 +482,11 @@ def test_keep_alive_comments_keep_the_page_waiting(browser, upstream):
         type_and_send(browser, "hello")
         wait(browser, lambda d: "keep-alive" in d.find_element(By.ID, "status").text, "a keep-alive")
         assert css(browser, "#stop").is_enabled()
+        # what would replace the conversation waits for the answer (a trace picked now would be ignored)
+        assert not css(browser, "#open").is_enabled() and not css(browser, "#clear").is_enabled()
         gate.set()
         wait_done(browser)
+        assert css(browser, "#open").is_enabled() and css(browser, "#clear").is_enabled()
         assert last_answer(browser).find_element(By.CSS_SELECTOR, ".text").text == "Late."
         assert bad_entries(console(browser)) == []
     finally:
@@ -490,6 +521,13 @@ def png(width=2, height=2):
             + part(b"IDAT", zlib.compress(rows)) + part(b"IEND", b""))
 
 
+def loads(driver, url):
+    """Whether an image loads from ``url`` in the page."""
+    return driver.execute_async_script(
+        "var img = new Image(), done = arguments[1]; img.onload = function () { done(true); };"
+        "img.onerror = function () { done(false); }; img.src = arguments[0];", url)
+
+
 def test_uploaded_image_reaches_the_request_body_as_inline_data(page, upstream, tmp_path):
     image = png()
     path = tmp_path / "dot.png"
@@ -497,6 +535,8 @@ def test_uploaded_image_reaches_the_request_body_as_inline_data(page, upstream, 
     css(page, "#file").send_keys(str(path))
     chip = wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, "#attachments .attachment"), "the attachment")[0]
     assert chip.text.startswith("dot.png · {} B".format(len(image)))
+    preview = chip.find_element(By.TAG_NAME, "img").get_attribute("src")
+    assert preview.startswith("blob:") and loads(page, preview)
     upstream.replies.append(text_reply("A red dot."))
     type_and_send(page, "What is this?")
     wait_done(page)
@@ -510,6 +550,49 @@ def test_uploaded_image_reaches_the_request_body_as_inline_data(page, upstream, 
     assert [img.get_attribute("src") for img in shown] == ["data:image/png;base64," + encoded]
     assert page.execute_script("return arguments[0].naturalWidth", shown[0]) == 2   # decoded: allowed by img-src
     assert not page.find_elements(By.CSS_SELECTOR, "#attachments .attachment")
+    page.allow = (preview + " - Failed to load resource: net::ERR_FILE_NOT_FOUND",)  # (the probe below)
+    assert not loads(page, preview)  # the preview's blob URL was revoked: the page does not keep the file
+
+
+def attachment_chips(driver):
+    """The names on the attachment chips (read in one script: the chips are redrawn as files are read)."""
+    return driver.execute_script("return Array.prototype.map.call(document.querySelectorAll("
+                                 "'#attachments .attachment span'), function (s) { return s.textContent.split(' · ')[0]; })")
+
+
+def test_images_over_the_size_limit_are_refused_before_they_are_read(page, upstream, tmp_path):
+    """An image is read into the page (as base64) and sent with every later turn: one over the limit, or one
+    that would take the message's images over it, is refused with a message before it is read."""
+    limit = page.execute_script("return window.agenthubPlayground.maxImageBytes")
+    assert limit == 20 * 1024 * 1024
+    big = tmp_path / "huge.png"
+    big.write_bytes(png() + b"\0" * (limit + 1 - len(png())))
+    css(page, "#file").send_keys(str(big))
+    wait(page, lambda d: "huge.png" in d.find_element(By.ID, "status").text, "the refusal", 30)
+    assert css(page, "#status").text == ("huge.png (20.0 MB) is not attached: the images of one message may be "
+                                         "20.0 MB in all")
+    assert css(page, "#status").get_attribute("class") == "bad"
+    assert attachment_chips(page) == []
+
+    half = tmp_path / "half.png"
+    half.write_bytes(png() + b"\0" * (limit // 2 + 1 - len(png())))
+    small = tmp_path / "dot.png"
+    small.write_bytes(png())
+    css(page, "#file").send_keys("\n".join([str(half), str(half), str(small)]))  # the second half is one byte too many
+    wait(page, lambda d: len(attachment_chips(d)) == 2, "two attachments", 30)
+    assert css(page, "#status").text == ("half.png (10.0 MB) is not attached: the images of one message may be "
+                                         "20.0 MB in all")
+    assert sorted(attachment_chips(page)) == ["dot.png", "half.png"]
+    upstream.replies.append(text_reply("Two images."))
+    type_and_send(page, "What are these?")
+    wait_done(page, 60)  # (10 MB to send: room for a busy machine)
+    assert css(page, "#status").text.startswith("Done")
+    sent = page.site.app.bodies[0]["messages"][0]["content_items"]
+    assert sorted(len(base64.b64decode(i["data"]["__bytes__"])) for i in sent if i["type"] == "inline_data") == [
+        len(png()), limit // 2 + 1]
+    assert attachment_chips(page) == []
+    css(page, "#file").send_keys(str(half))  # the sent images no longer count
+    wait(page, lambda d: attachment_chips(d) == ["half.png"], "the attachment", 30)
 
 
 def test_model_output_with_html_is_shown_as_text(page, upstream):
@@ -598,10 +681,37 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
     assert page.site.app.bodies[-1]["config"] == {"system_prompt": "Describe images.", "seed": 3}
 
 
+def test_a_trace_with_malformed_items_is_refused_and_the_conversation_kept(page, upstream, tmp_path):
+    upstream.replies.append(text_reply("Kept."))
+    type_and_send(page, "hello")
+    wait_done(page)
+    before = history(page)
+    shown = [m.text for m in page.find_elements(By.CSS_SELECTOR, "#transcript .message")]
+    bad = [None, "text", [], {"text": "no type"}, {"type": 3},
+           {"type": "tool_result", "tool_call_id": "a", "text": "t", "images": "data:image/png;base64,AA=="}]
+    for n, item in enumerate(bad):
+        path = tmp_path / "bad{}.json".format(n)
+        path.write_text(json.dumps({"model": "fake", "config": {}, "history": [
+            {"role": "user", "content_items": [{"type": "text", "text": "hi"}, item]}]}))
+        css(page, "#trace-file").send_keys(str(path))
+        wait(page, lambda d: "bad{}.json".format(n) in d.find_element(By.ID, "status").text, "the refusal")
+        assert css(page, "#status").text == "bad{}.json is not an agenthub trace".format(n)
+        assert history(page) == before
+        assert [m.text for m in page.find_elements(By.CSS_SELECTOR, "#transcript .message")] == shown
+    # the page still works: the next turn goes with the kept conversation
+    upstream.replies.append(text_reply("Still here."))
+    type_and_send(page, "again")
+    wait_done(page)
+    assert css(page, "#status").text.startswith("Done")
+    assert page.site.app.bodies[-1]["messages"][:2] == before
+
+
 def test_the_page_is_served_with_its_csp_and_needs_nothing_it_refuses(page):
     with urlopen(page.site.url) as answer:
         assert answer.headers["Content-Security-Policy"] == playground.CSP
         assert answer.headers["Content-Type"].startswith("text/html")
+        assert sorted((k, v) for k, v in answer.headers.items() if k not in ("Server", "Date", "Connection")) == sorted(
+            playground.HEADERS + [("Content-Length", str(len(playground.PAGE)))])
         body = answer.read()
     assert body == playground.PAGE
     policy = dict(part.strip().split(" ", 1) for part in playground.CSP.split(";"))
@@ -625,6 +735,33 @@ def test_the_page_is_served_with_its_csp_and_needs_nothing_it_refuses(page):
     assert any("requires 'TrustedScript' assignment" in m for m in refused), refused
     assert any("Applying inline style violates" in m and "Content Security Policy" in m for m in refused), refused
 
+
+
+def test_a_page_elsewhere_that_opens_the_playground_cannot_reach_or_navigate_it(browser, site):
+    """Cross-Origin-Opener-Policy: a page of another origin that opened the playground in a window gets no
+    handle on it (it could otherwise send it, later, to a look-alike page asking for the server key)."""
+    elsewhere = site.url.replace("127.0.0.1", "localhost") + "v1/models"  # another origin (same server)
+    browser.get(elsewhere)
+    mine = browser.current_window_handle
+    browser.execute_script("window.__opened = window.open(arguments[0], 'playground')", site.url)
+    try:
+        wait(browser, lambda d: len(d.window_handles) == 2, "the opened window")
+        opened = [h for h in browser.window_handles if h != mine][0]
+        browser.switch_to.window(opened)
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"), "the model list")
+        browser.switch_to.window(mine)
+        assert browser.execute_script("return window.__opened.closed") is True  # severed, not open
+        browser.execute_script("try { window.__opened.location = 'about:blank#taken'; } catch (e) {}")
+        time.sleep(0.3)
+        browser.switch_to.window(opened)
+        assert browser.current_url == site.url
+        assert browser.execute_script("return window.opener") is None
+    finally:
+        for handle in browser.window_handles:
+            if handle != mine:
+                browser.switch_to.window(handle)
+                browser.close()
+        browser.switch_to.window(mine)
 
 def test_server_key_is_asked_kept_in_session_storage_and_asked_again_on_401(browser, upstream):
     site = make_site(upstream, api_keys=["s3cret-key"])
@@ -710,6 +847,28 @@ def test_settings_are_checked_before_anything_is_sent(page, upstream):
     assert page.site.app.bodies == [] and upstream.requests == []
     assert css(page, "#input").get_attribute("value") == "hello"
 
+
+
+def test_number_fields_the_browser_cannot_read_are_refused_not_dropped(page, upstream):
+    """A number field holding what is no number ("1e", "e") reads as "" in the browser (validity.badInput):
+    it is refused as a bad setting, never sent as if the field were empty."""
+    css(page, "#max-tokens").send_keys("1e")
+    css(page, "#temperature").send_keys("e")
+    assert page.execute_script("return [document.getElementById('max-tokens').value, "
+                               "document.getElementById('temperature').value]") == ["", ""]
+    type_and_send(page, "hello")
+    assert css(page, "#status").text == ("Fix the settings: max tokens must be a positive whole number; "
+                                         "temperature must be a number ≥ 0")
+    assert "invalid" in css(page, "#max-tokens").get_attribute("class")
+    assert "invalid" in css(page, "#temperature").get_attribute("class")
+    assert page.site.app.bodies == [] and upstream.requests == []
+    css(page, "#max-tokens").clear()
+    css(page, "#temperature").clear()
+    upstream.replies.append(text_reply("ok"))
+    css(page, "#send").click()
+    wait_done(page)
+    assert css(page, "#status").text.startswith("Done")
+    assert page.site.app.bodies[0]["config"] == {}
 
 # -- the page's own pieces, against the library's --------------------------------------------------
 

@@ -12,13 +12,15 @@ Per run (``run`` is the ``agenthub.agent.Run``):
 - ``on_run_start(run)``: once, when the run is first iterated, before the first request.
 - ``around_request(run, proceed)``: each model turn's first step (where its request is sent; retries and
   failover happen inside) runs as ``proceed()``; return what it returns.  Telemetry makes the run's span
-  current there, so the turn's call span is its child.
+  current there, so the turn's call span is its child.  ``proceed()`` runs once (never, or twice: a
+  ConfigError); the turn is what it read whatever the hook returns, and its error stands though a hook catches it.
 - ``on_turn(run, message)``: a model turn's answer, in ``run.messages`` already, when its ``stop`` event
   arrives and before the caller gets that event (a caller may stop iterating there).
 - ``on_results(run, message)``: a turn's results message (every call of it answered), in ``run.messages``
   already, before the next request is sent.
 - ``on_run_end(run, error)``: once, when the run ends: finished, stopped (``run.stop``), closed or
-  aborted (``error`` None), or raised (``error`` the exception).
+  aborted (``error`` None), or raised (``error`` the exception; an ``on_run_start`` that raised too: nothing
+  is sent, a journaled run's claim is let go).
 
 Per call (``call`` is the ``tool_call`` item as ``approve`` gets it: ``name``, ``arguments``,
 ``tool_call_id``):
@@ -30,7 +32,8 @@ Per call (``call`` is the ``tool_call`` item as ``approve`` gets it: ``name``, `
 - ``around_call(run, call, proceed)``: in the thread that runs the tool, around the tool itself
   (``call["arguments"]`` are those it runs with); ``proceed()`` runs it and returns the ``tool_result``
   item, or raises what the tool raised (the runner turns that into the error result afterwards); return
-  what ``proceed()`` returns.  An ``@tool(idempotent=False)`` call's ``proceed()`` runs it once: a second
+  what ``proceed()`` returns (or a ``tool_result`` item of its own: it gets the call's id; anything else is
+  the call's error result, a ConfigError).  An ``@tool(idempotent=False)`` call's ``proceed()`` runs it once: a second
   call (a hook that retries) raises ConfigError.  Telemetry opens the ``execute_tool`` span here, so what the tool does (an
   MCP request) nests under it.
 - ``after_call(call, result, seconds)``: in the run's thread, in call order, once per call the runner

@@ -77,10 +77,10 @@ from ..errors import (AgentHubError, ConfigError, EmptyResponseError, StreamProt
                       UpstreamError)
 from ..output.parse import MAX_RETRIES as MAX_OUTPUT_RETRIES, assess, judge
 from ..output.shape import shape
-from ..stream import Collector, now_ms
+from ..stream import Collector, now_ms, text_is_utf8
 from ..toolcalls import broken_calls
 from ..types import USAGE_KEYS, AssistantMessage, Message, ToolCallItem, UniEvent, UsageMetadata
-from ..typeschema import Compiled, compile as compile_type
+from ..typeschema import Compiled, _is_model, compile as compile_type
 from ..validate import check_config, check_messages
 from .hooks import TOOL_HOOK_METHODS, tool_hooks
 from .tools import Tool
@@ -318,6 +318,11 @@ def _check_decision(value: Any, where: str) -> None:
     if isinstance(value, (bool, str)):
         return
     if isinstance(value, _Mapping) and set(value) == {"arguments"} and isinstance(value["arguments"], _Mapping):
+        try:  # (they stand in for the model's, which are JSON: a journal keeps them, a digest binds them)
+            json.dumps(value["arguments"], allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ConfigError("{}: its arguments must be JSON ({}: {})".format(where, type(exc).__name__,
+                                                                               exc)) from None
         return
     raise ConfigError("{} must be True, False, a reason (str) or {{'arguments': {{...}}}} (got {})".format(
         where, type(value).__name__))
@@ -329,11 +334,24 @@ def error_text(exc: BaseException, secrets: Sequence[str] = ()) -> str:
     """``Type: text``, one paragraph, at most MAX_ERROR_CHARS, with ``secrets`` (the client's credential
     values), the environment's secrets and the credentials written in the text (a URL's ``user:password@``,
     a token query parameter) scrubbed (agenthub._redact.scrub_free_text)."""
-    text = scrub_free_text(str(exc).strip(), secrets)
+    try:
+        text = str(exc)
+    except Exception as unreadable:  # (its __str__ raised: a library's exception built without what it formats)
+        text = "(its text could not be read: {})".format(type(unreadable).__name__)
+    text = scrub_free_text(_utf8(text).strip(), secrets)
     text = " ".join(text.split())
     if len(text) > MAX_ERROR_CHARS:
         text = text[:MAX_ERROR_CHARS - 3] + "..."
     return "{}: {}".format(type(exc).__name__, text) if text else type(exc).__name__
+
+
+def _utf8(text: str) -> str:
+    """``text`` as UTF-8 can carry it (what the next request sends): the two halves of one UTF-16 pair side by
+    side joined into their character, a half alone (bytes decoded with ``surrogateescape``: a file name that is
+    no UTF-8) U+FFFD, as an MCP server's result has it (agenthub.mcp.results.clean_text)."""
+    if text_is_utf8(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _sniff(data: bytes) -> Optional[str]:
@@ -358,6 +376,9 @@ def _json_default(value: Any) -> Any:
         return value.value
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
+    if _is_model(type(value)):  # a pydantic model (v2 model_dump, v1 dict): its fields (nested ones come here too)
+        dump = getattr(value, "model_dump", None)
+        return dump() if callable(dump) else value.dict()
     return str(value)
 
 
@@ -371,9 +392,12 @@ def result_item(value: Any, call_id: str) -> Dict[str, Any]:
     if type(value) is str:
         return {"type": "tool_result", "tool_call_id": call_id, "text": value}
     if isinstance(value, _Mapping) and value.get("type") == "tool_result":
-        item = {"type": "tool_result", "tool_call_id": call_id, "text": str(value.get("text") or "")}
-        if value.get("images"):
-            item["images"] = list(value["images"])
+        text = value.get("text")
+        item = {"type": "tool_result", "tool_call_id": call_id,
+                "text": text if isinstance(text, str) else "" if text is None else _RESULT_JSON.encode(text)}
+        images = value.get("images")
+        if images:
+            item["images"] = _images(images)
         if value.get("is_error"):
             item["is_error"] = True
         return item
@@ -393,6 +417,21 @@ def result_item(value: Any, call_id: str) -> Dict[str, Any]:
             return {"type": "tool_result", "tool_call_id": call_id,
                     "text": "({} bytes of binary data)".format(len(data))}
     return {"type": "tool_result", "tool_call_id": call_id, "text": _RESULT_JSON.encode(value)}
+
+
+def _images(images: Any) -> List[str]:
+    """A returned tool_result item's ``images``: a list of data: URLs (one str is one image); anything else is a
+    TypeError (the call's error result)."""
+    if isinstance(images, str):
+        return [images]
+    if isinstance(images, (list, tuple)):
+        odd = next((image for image in images if not isinstance(image, str)), None)
+        if odd is None:
+            return list(images)
+        got = "a {} holding a {}".format(type(images).__name__, type(odd).__name__)
+    else:
+        got = "a {}".format(type(images).__name__)
+    raise TypeError("a tool_result's images must be a list of data: URLs (str); got {}".format(got))
 
 
 def _error(call_id: str, text: str) -> Dict[str, Any]:
@@ -436,10 +475,12 @@ def _approval_call(request: Mapping[str, Any]) -> Dict[str, Any]:
     """An ``mcp_approval_request`` as a tool_call item: ``name`` the server's tool, ``arguments`` its (parsed)
     arguments, ``tool_call_id`` the request's id, ``fidelity`` ``{"server_item": request}``.  It needs a
     decision as a requires_approval tool's call does; its answer is an ``mcp_approval_response``."""
-    try:
-        arguments = json.loads(request.get("arguments") or "{}")
-    except ValueError:
-        arguments = None
+    arguments = request.get("arguments") or "{}"
+    if isinstance(arguments, str):  # (JSON in a string, as OpenAI sends it; a compatible server may send the object)
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            arguments = None
     if not isinstance(arguments, dict):
         arguments = {"arguments": request.get("arguments")}
     return {"type": "tool_call", "name": str(request.get("name") or "?"), "arguments": arguments,
@@ -784,6 +825,9 @@ _IDLE_SECONDS = 2.0  # a run's pool thread with nothing to do for this long ends
 #: long, the calls it has not started go to threads of their own (so calls that take time still run at once)
 _SPREAD_SECONDS = 0.002
 _BATCH_NOTE = (-1,)  # what that thread reports (its results are in the turn's ``done``)
+#: the longest one wait for tool threads takes (a tool timeout of inf, or beyond the platform clock's range: the
+#: wait goes on in steps of this, instead of an OverflowError)
+_LONGEST_WAIT = 3600.0
 
 
 class _Pool(object):
@@ -1233,10 +1277,18 @@ class Run(object):
 
     def _hooked(self) -> Iterator[UniEvent]:
         """The run between its hooks' on_run_start and on_run_end."""
-        for method in self._methods["on_run_start"]:
-            method(self)
         error = None  # type: Optional[BaseException]
         try:
+            try:
+                for method in self._methods["on_run_start"]:
+                    method(self)
+            except BaseException:  # the run never started: nothing sent, its journal's claim let go now
+                if self._first is not None:
+                    self._first.close()
+                    self._first = None
+                if self._journal is not None:
+                    self._journal.discard()
+                raise
             yield from self._run()
         except GeneratorExit:
             raise
@@ -1421,7 +1473,7 @@ class Run(object):
                 while True:
                     try:
                         if self._methods["around_request"]:
-                            first = self._wrapped("around_request", (self,), lambda: next(stream, None))
+                            first = self._first_event(stream)
                         else:
                             first = next(stream, None)
                         break
@@ -1468,6 +1520,34 @@ class Run(object):
         if answer is None:  # (a stream that ended without a stop event)
             answer = self._turn_done(folding, stream, caught)
         return answer
+
+    def _first_event(self, stream: Any) -> Any:
+        """The turn's first event (None: no event), read as ``proceed()`` inside the hooks' around_request: what
+        ``proceed()`` read, whatever a hook returns (a turn paid for is never lost to a hook's return value); a
+        hook that never calls it, or calls it twice, is a ConfigError; the turn's error raises, even when a hook
+        caught it."""
+        got = []  # type: List[Any]  # (event,) or (None, the error it raised)
+
+        def proceed():  # type: () -> Any
+            if got:
+                raise ConfigError("an around_request hook called proceed() twice: it sends the turn once")
+            try:
+                event = next(stream, None)
+            except BaseException as exc:
+                got.append((None, exc))
+                raise
+            got.append((event,))
+            return event
+
+        returned = self._wrapped("around_request", (self,), proceed)
+        if not got:
+            raise ConfigError("an around_request hook returned without calling proceed(): the turn was not sent")
+        if len(got[0]) == 2:  # (a hook that caught the turn's error: it stands)
+            raise got[0][1]
+        if returned is not got[0][0]:
+            _logger.warning("an around_request hook returned a %s, not what proceed() returned: the turn is what "
+                            "proceed() read", type(returned).__name__)
+        return got[0][0]
 
     def _reattached(self, stream: Any, attach: Mapping[str, Any]) -> Tuple[Any, Optional[Mapping[str, Any]]]:
         """The turn whose request was in flight at the crash as the background response ``attach["id"]``:
@@ -2013,6 +2093,13 @@ class Run(object):
                     continue
                 else:
                     arguments = dict(decision["arguments"])
+                    if entry.check is not None:  # a strict tool: edited arguments held to its schema as the model's
+                        try:
+                            entry.check.convert(arguments, style="tool")
+                        except ValueError as exc:
+                            tasks.append((index, call, None, "invalid arguments for {}: {}".format(entry.name, exc),
+                                          None))
+                            continue
                 shown = arguments
                 if self._unsettled and not entry.idempotent:
                     refused = self._repeat_refused(entry.name, shown)
@@ -2039,7 +2126,8 @@ class Run(object):
                     for key in claimed:
                         if key not in running:
                             _RAN.pop(key, None)
-            if journal is not None:  # those that must run at most once: journaled as started first, in one write
+            if journal is not None and not self._aborted:  # those that must run at most once: journaled as started
+                # first, in one write (none starts once aborted: _execute)
                 journal.starting(turn, [(task[1], not task[2].idempotent,  # (with the arguments run when edited)
                                          task[4] if _edited(task[4], task[1].get("arguments")) is not None else None)
                                         for task in tasks if task[2] is not None])
@@ -2118,6 +2206,8 @@ class Run(object):
     def _execute(self, tasks: List[Any]) -> Iterator[Tuple[int, Dict[str, Any], float]]:
         """(index, result item, seconds) in call order; the calls run on up to ``parallel`` threads of the run's
         pool, calls that timed out and still run counted among them.  Ends early when the run is aborted."""
+        if self._aborted or self._halting:  # (abort() came while the calls were decided: none starts)
+            return
         runnable = [t for t in tasks if t[2] is not None]
         inline = (len(runnable) <= 1 or self._parallel == 1) and not any(t[2].timeout for t in runnable)
         if inline:  # no thread: one call (or parallel=1) and no timeout to keep
@@ -2176,6 +2266,8 @@ class Run(object):
             me = threading.current_thread()
             named = runnable[0][2].thread  # (the name the thread was handed the batch with)
             while True:
+                if self._aborted or self._halting:  # the calls not started do not start
+                    return _BATCH_NOTE
                 try:
                     index, call, entry, arguments, shown = shared.popleft()
                 except IndexError:
@@ -2292,7 +2384,10 @@ class Run(object):
                             left = max(began + _SPREAD_SECONDS - now, 0.0) if began else _SPREAD_SECONDS
                             wait = left if wait is None else min(wait, left)
                         try:
-                            take(results.get(True, wait) if wait is None or wait > 0 else results.get_nowait())
+                            if wait is None:
+                                take(results.get())
+                            else:
+                                take(results.get(True, min(wait, _LONGEST_WAIT)) if wait > 0 else results.get_nowait())
                         except _queue.Empty:
                             pass
                         continue
@@ -2314,8 +2409,15 @@ class Run(object):
                 proceed = functools.partial(self._proceed, call, entry, arguments, shown)
                 if not entry.idempotent:
                     proceed = _once(proceed, entry.name, entry.kind == "tool")
-                return self._wrapped("around_call", (self, dict(call, arguments=shown)),  # type: ignore[no-any-return]
-                                     proceed)
+                item = self._wrapped("around_call", (self, dict(call, arguments=shown)), proceed)
+                if not isinstance(item, _Mapping) or item.get("type") != "tool_result":
+                    raise ConfigError("an around_call hook returned a {}, not the tool_result item proceed() "
+                                      "returns".format(type(item).__name__))
+                # (an item a hook made itself, a cache's say: the call's id, the fields a result item has)
+                item = result_item(item, call["tool_call_id"])
+                if not text_is_utf8(item["text"]):
+                    item["text"] = _utf8(item["text"])
+                return item
             return self._proceed(call, entry, arguments, shown)
         except (KeyboardInterrupt, SystemExit):
             raise
@@ -2334,6 +2436,8 @@ class Run(object):
         finally:
             _CURRENT.reset(token)
         item = result_item(value, call_id)
+        if not text_is_utf8(item["text"]):  # (a tool's text with a lone surrogate: no request could carry it)
+            item["text"] = _utf8(item["text"])
         if entry.kind == "provider" and isinstance(item.get("text"), str):
             # the credentials the caller gave for reaching it (an MCP server's headers, its URL's token, its env=
             # values) never reach the model, whatever the server answers

@@ -10,8 +10,10 @@ its converter; the hints it understands are listed there: primitives, ``Optional
 sequences, ``Dict[str, X]``, ``Literal``, ``Enum``, ``TypedDict``, dataclasses, ``NamedTuple``,
 ``Annotated`` with a description and ``Field(ge=..., le=...)``-like bounds, pydantic models, ``Any`` (and
 no hint: any JSON value)).  ``*args``/``**kwargs``, a positional-only parameter or a hint with no schema is a
-ConfigError naming the parameter.  A parameter with a default is not required, and its schema carries the
-default (as JSON; a default JSON cannot hold is left out).
+ConfigError naming the parameter; an ``async def`` function is a ConfigError naming the tool.  A parameter with a default is not required, and its schema carries the
+default (as JSON; a default JSON cannot hold is left out, and so is one that may be a credential: a str the
+secret scrubber would hide); a parameter a partial binds by keyword is fixed (not in the schema, not the model's
+to set); a None default makes its hint Optional.
 
 Arguments a model sends are checked against the same compiled hints before the function is called
 (``convert``: every problem, in words the model can act on) and converted on the way in: ints stay ints, a
@@ -19,11 +21,13 @@ float that is a whole number becomes an int where an int is asked for, an Enum p
 dataclass parameter its instance, a Tuple a tuple.
 """
 
+import functools
 import inspect
 import re
 from collections.abc import Mapping as _Mapping  # (isinstance through typing.Mapping costs a detour)
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, overload
 
+from .._redact import scrub_free_text
 from ..errors import ConfigError
 from ..typeschema import Compiled, ConversionError, compile as compile_type, to_json, type_hints
 from ..types import ToolSchema
@@ -35,8 +39,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _hinted(fn: Any) -> Any:
     """Where a callable's hints are: a partial's function, a callable object's ``__call__``."""
-    import functools
-
     if isinstance(fn, functools.partial):
         return _hinted(fn.func)
     if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn) or isinstance(fn, type):
@@ -158,6 +160,20 @@ def _check_options(fn: Any, name: Optional[str], timeout: Optional[float]) -> No
         raise ConfigError("tool timeout must be a number of seconds > 0 (or None)")
 
 
+def _credential(value: Any) -> bool:
+    """Is ``value`` a str holding a credential (an environment secret's value, a URL's password, a token query
+    parameter): a default never shown to the model."""
+    return isinstance(value, str) and bool(value) and scrub_free_text(value) != value
+
+
+def _takes_none(compiled: Compiled) -> bool:
+    try:
+        compiled.convert(None, where="", style="tool")
+    except Exception:  # (a ConversionError: None is no value of it)
+        return False
+    return True
+
+
 def _plural(names: List[str]) -> str:
     return "s" if len(names) > 1 else ""
 
@@ -182,18 +198,22 @@ class Tool(object):
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "")  # type: str
         if not self.name or self.name == "<lambda>":
-            raise ConfigError("{} has no name: tool(fn, name=...)".format(
-                "a lambda" if self.name == "<lambda>" else repr(fn)[:80]))
+            raise ConfigError("{} has no name: tool(fn, name=...)".format(  # (not its repr: a partial's shows the
+                "a lambda" if self.name == "<lambda>" else "a " + type(fn).__name__))  # values it binds, a key too)
+        hinted = _hinted(fn)
+        if inspect.iscoroutinefunction(hinted) or inspect.isasyncgenfunction(hinted):
+            raise ConfigError("tool {!r} is an async function: a tool runs in a thread of its own, its return value "
+                              "the result; give a plain function (asyncio.run(...) inside it if it must "
+                              "await)".format(self.name))
         self.requires_approval = bool(requires_approval)
         self.timeout = timeout  # type: Optional[float]
-        import functools
-
         summary, texts = parse_docstring(getattr(fn.func if isinstance(fn, functools.partial) else fn, "__doc__", None))
         #: each parameter's compiled hint (its schema and its converter), in the signature's order
         self._params = {}  # type: Dict[str, Compiled]
         self._required = []  # type: List[str]
-        properties = {name: self._parameter(name, param, texts.get(name))
-                      for name, param in self._signature(fn).items()}
+        signature = self._signature(fn)
+        properties = {name: self._parameter(name, param, texts.get(name))  # (what a partial binds is fixed: not
+                      for name, param in signature.items() if name not in self._bound}  # the model's to set)
         parameters = {"type": "object", "properties": properties}  # type: Dict[str, Any]
         if self._required:
             parameters["required"] = list(self._required)
@@ -227,6 +247,8 @@ class Tool(object):
                 raise ConfigError("tool {!r}: parameter {!r} is positional-only; a model passes arguments by "
                                   "name".format(self.name, pname))
         self._hints = type_hints(_hinted(fn))
+        #: the arguments a partial binds by keyword: fixed, neither shown to the model nor taken from it (a key, say)
+        self._bound = frozenset(fn.keywords) if isinstance(fn, functools.partial) else frozenset()
         return parameters
 
     def _parameter(self, name: str, param: inspect.Parameter, text: Optional[str]) -> Dict[str, Any]:
@@ -239,13 +261,17 @@ class Tool(object):
             compiled = compile_type(hint, refs=False)
         except ConfigError as exc:
             raise ConfigError("tool {!r}: parameter {!r}: {}".format(self.name, name, exc)) from None
+        if param.default is None and not _takes_none(compiled):
+            # ``x: int = None``: Optional[int], as typing.get_type_hints made it up to Python 3.10 (3.11 no longer
+            # does): the same schema and check on every Python, the model's null the function's default
+            compiled = compile_type(Optional[hint], refs=False)
         self._params[name] = compiled
         schema = dict(compiled.schema)
         if text and "description" not in schema:
             schema["description"] = text
         if param.default is param.empty:
             self._required.append(name)
-        else:
+        elif not _credential(param.default):  # (the schema goes to the provider)
             try:
                 schema["default"] = to_json(param.default)
             except ValueError:  # a default JSON cannot hold (an object, a function): left out

@@ -8,7 +8,8 @@ Content-Security-Policy it is served with: the inline script and stylesheet are 
 by their SHA-256 hashes (computed at import from the files as read), requests go
 to the same origin only, images and media come from ``data:``/``blob:`` URLs or the
 same origin, the page cannot be framed, and Trusted Types are required, so no string
-ever becomes markup or code.  ``HEADERS`` is the full header list for the answer.
+ever becomes markup or code.  ``HEADERS`` is the full header list for the answer (with
+``Cross-Origin-Opener-Policy: same-origin``: a page of another origin that opens it gets no handle on it).
 
 The page speaks the wire contract of ``agenthub serve``:
 
@@ -59,4 +60,6 @@ HEADERS = [
     ("X-Frame-Options", "DENY"),
     ("Referrer-Policy", "no-referrer"),
     ("Cache-Control", "no-store"),
+    # a page elsewhere that opens this one gets no handle on it (it could send it to a look-alike later)
+    ("Cross-Origin-Opener-Policy", "same-origin"),
 ]  # type: List[Tuple[str, str]]

@@ -153,7 +153,12 @@ _SSE_HEADERS = [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Co
 _PLACEHOLDER_PAGE = (b"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>agenthub</title></head>"
                      b"<body><h1>agenthub serve</h1><p>The playground page is not part of this build. The API: "
                      b"<code>GET /v1/models</code>, <code>POST /v1/stream</code>.</p></body></html>")
-_PLACEHOLDER_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+_PLACEHOLDER_HEADERS = [("Content-Type", "text/html; charset=utf-8"),
+                        ("Content-Security-Policy",
+                         "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+                        ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"),
+                        ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"),
+                        ("Cross-Origin-Opener-Policy", "same-origin")]
 
 
 # -- configuration ------------------------------------------------------------------------------------
@@ -763,17 +768,14 @@ class AgentHubApp(object):
             import importlib
 
             playground = importlib.import_module(__package__ + ".playground")
-            page, csp = playground.PAGE, playground.CSP
+            page, headers = playground.PAGE, list(playground.HEADERS)
         except ModuleNotFoundError as exc:
             if exc.name != __package__ + ".playground":
                 raise
-            page, csp = _PLACEHOLDER_PAGE, _PLACEHOLDER_CSP
+            page, headers = _PLACEHOLDER_PAGE, _PLACEHOLDER_HEADERS
         if isinstance(page, str):
             page = page.encode("utf-8")
-        start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(page))),
-                                  ("Content-Security-Policy", csp), ("X-Content-Type-Options", "nosniff"),
-                                  ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"),
-                                  ("Cache-Control", "no-store")])
+        start_response("200 OK", headers + [("Content-Length", str(len(page)))])
         return [] if method == "HEAD" else [page]
 
     # -- the stream ------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from . import backends as _backends
 from .backends import TERMINAL, dumps_entry
 from .backends._base import TAG_ROOM
 from .backends._wire import Wire
-from .jobfile import (JobRow, OutputLock, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs,
+from .jobfile import (JobRow, OutputLock, OutputWriter, error_of, error_row, vectors_short, finished_ids, iter_rows, output_row, read_jobs,
                       replace_durably)
 
 __all__ = ["submit", "load", "BatchJob", "BatchStatus", "BatchInfo", "FetchSummary", "batch_cost", "answer_row",
@@ -92,9 +92,13 @@ def answer_row(row: JobRow, record: Any, client: str, payload: Any, backend: str
         message = collect_answer(record, payload, client)
     except AgentHubError as exc:
         return error_row(row, exc, attempts=1, backend=backend)
+    usage = message.get("usage_metadata")
+    short = vectors_short(message, row.inputs if row.inputs is not None else len(row.messages) or None, client)
+    if short is not None:  # one vector per input, as embed() holds the live call to (billed all the same)
+        return output_row(row, message=None, usage_metadata=usage, finish_reason=None,
+                          cost_usd=batch_cost(row.model, usage), error=error_of(short), attempts=1, backend=backend)
     if row.config.get("trace_id"):
         _trace(row, message)
-    usage = message.get("usage_metadata")
     return output_row(row, message=message, usage_metadata=usage, finish_reason=message.get("finish_reason"),
                       cost_usd=batch_cost(row.model, usage), error=None, attempts=1, backend=backend)
 
@@ -837,7 +841,8 @@ class BatchJob(object):
                     # round sends the row's messages again)
                     rows[row.id] = JobRow(id=row.id, model=row.model, messages=row.messages if traced else [],
                                           config=row.config if traced else {}, client_type=row.client_type,
-                                          base_url=row.base_url, line=row.line, output_schema=row.output_schema)
+                                          base_url=row.base_url, line=row.line, output_schema=row.output_schema,
+                                          inputs=len(row.messages))
             gone = [rid for rid in (digests or ()) if rid not in rows] if os.path.exists(self.input_path) else []
             if changed or gone:
                 shown = ", ".join(repr(rid[:60]) for rid in (changed + gone)[:5])

@@ -30,7 +30,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
-from ..errors import AgentHubError, ConfigError, OutputValidationError
+from ..errors import AgentHubError, ConfigError, OutputValidationError, StreamProtocolError
 from ..stream import surrogates_escaped
 from ..types import from_jsonable, to_jsonable  # the {"__bytes__"} codec
 from ..validate import check_config, check_messages
@@ -59,6 +59,8 @@ class JobRow:
     line: int = 0  # 1-based line number in the input file
     #: the row's own output type (a JSON Schema dict; typed output, docs/typed-output.md), None when it has none
     output_schema: Optional[Dict[str, Any]] = None
+    #: how many messages the row holds, where ``messages`` was not kept (a batch's fetch); None: ``len(messages)``
+    inputs: Optional[int] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The input line again (JSON-ready: bytes as {"__bytes__"})."""
@@ -644,6 +646,16 @@ def error_of(exc: BaseException) -> Dict[str, Any]:
         out["candidate_text"] = exc.candidate_text
         out["candidate_json"] = exc.candidate_json
     return out
+
+
+def vectors_short(message: Mapping[str, Any], inputs: Optional[int], client: str) -> Optional[AgentHubError]:
+    """The error of an embeddings answer holding another number of vectors than the row's ``inputs`` (what
+    ``AutoLLMClient.embed`` raises live), None otherwise (or when ``inputs`` is not known)."""
+    vectors = sum(1 for item in message.get("content_items") or () if item.get("type") == "embedding")
+    if not vectors or inputs is None or vectors == inputs:
+        return None
+    return StreamProtocolError("{}: {} inputs were sent for embedding and {} vectors came back".format(
+        client, inputs, vectors), client=client)
 
 
 def error_row(row: JobRow, exc: BaseException, *, attempts: int, backend: str) -> Dict[str, Any]:

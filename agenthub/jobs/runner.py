@@ -47,7 +47,7 @@ from ..types import USAGE_KEYS, to_jsonable
 from ..validate import check_config
 from .jobfile import (JobFile, JobRow, OutputWriter, _config_key, error_row, iter_rows, mark_finished, output_row,
                       read_jobs, rows_from)
-from .jobfile import OutputLock, file_mentions
+from .jobfile import OutputLock, error_of, file_mentions, vectors_short
 
 __all__ = ["run", "JobSummary", "build_clients", "row_tokens"]
 
@@ -433,6 +433,9 @@ class Job(object):
                          cost_usd=call_cost(model, usage, call, route), error=None,
                          attempts=call.attempts if call is not None else 1,
                          backend=self.backend)
+        short = vectors_short(message, len(row.messages), getattr(client, "client_type", None) or "agenthub")
+        if short is not None:  # one vector per input, as embed() holds the call to (billed all the same)
+            out.update(message=None, finish_reason=None, error=error_of(short))
         if route and getattr(client, "fallbacks", ()):  # who answered, when it may be another endpoint
             out["route"] = dict(route)
         if (call is not None and call.cache == "hit") or (route and route.get("cache") == "hit"):

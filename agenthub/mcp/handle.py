@@ -222,6 +222,8 @@ class Server(object):
         notice = session.accept_initialize(result)
         self._channel.post(notice, session.headers(notice), self._budget(until))
         self._generation += 1
+        with self._lock:
+            self._lists.clear()  # a new session: a list_changed sent while there was none reached nobody
         self._channel.started(session.headers(jsonrpc.notification("notifications/initialized")))
 
     def _refuse_http_sse(self, error: AgentHubError) -> None:
@@ -277,6 +279,10 @@ class Server(object):
         door: the methods below are built on it."""
         if not isinstance(method, str) or not method:
             raise ConfigError("method must be a non-empty string")
+        if params is not None and not isinstance(params, dict):
+            raise ConfigError("params must be a dict or None (got {})".format(type(params).__name__))
+        if params is not None and params.get("_meta") is not None and not isinstance(params["_meta"], dict):
+            raise ConfigError("params[\"_meta\"] must be a dict (got {})".format(type(params["_meta"]).__name__))
         if timeout is not None:
             timeout = _seconds(timeout)
         self._check_open()
@@ -413,9 +419,9 @@ class Server(object):
                     self._channel.label, method, "{} items".format(MAX_LIST_ITEMS) if len(items) > MAX_LIST_ITEMS
                     else "{} bytes".format(MAX_LIST_BYTES), "ITEMS" if len(items) > MAX_LIST_ITEMS else "BYTES"),
                     client=self._channel.label, retryable=False)
-            value = result.get("ttlMs")
-            if isinstance(value, int) and not isinstance(value, bool):
-                ttl = max(0, value) if ttl is None else min(ttl, max(0, value))
+            value = _ttl(result.get("ttlMs"))
+            if value is not None:
+                ttl = value if ttl is None else min(ttl, value)
             cursor = result.get("nextCursor")
             if cursor is None:
                 return items, ttl
@@ -430,8 +436,14 @@ class Server(object):
         with self._lock:
             cached = self._lists.get(what)
         if cached is not None and not refresh:
-            until, value = cached
-            if until is None or time.monotonic() < until:
+            fresh_until, value = cached
+            if fresh_until is None:
+                # kept until a list_changed: trusted only while one can still reach the handle (a handshake-era
+                # listening stream that stopped, its session gone say, hears none any more)
+                fresh = self._session.era != "legacy" or self._channel.hears_changes
+            else:
+                fresh = time.monotonic() < fresh_until
+            if fresh:
                 return list(value)
         items, ttl = self._pages(method, key, until=until)
         # caching (2026-07-28 server/utilities/caching): fresh for ttlMs when the server gives it (0: not
@@ -576,6 +588,18 @@ class Server(object):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _ttl(value: Any) -> Optional[float]:
+    """A ``ttlMs`` (2026-07-28 CacheableResult: any JSON number, at least 0) as milliseconds, 0 at least (an int too
+    large for a float: for ever); None when it is no number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        value = float("inf")
+    return max(0.0, value) if value == value else None  # (NaN, which Python's JSON reads: none)
 
 
 def _seconds(timeout: Any) -> float:

@@ -114,15 +114,17 @@ def encode(message: Dict[str, Any]) -> bytes:
     """One message as compact UTF-8 JSON (a newline inside a string is escaped: one message, one line).  A
     lone surrogate (a model's arguments, a server's method echoed in a refusal) has no UTF-8: then the
     whole message is ASCII JSON, the surrogate as its ``\\ud800`` escape, as JSON allows.  A value JSON
-    cannot carry (NaN, an object) is a ConfigError."""
+    cannot carry (NaN, an object, a nesting deeper than Python's recursion limit) is a ConfigError."""
     try:
         try:
             return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
         except UnicodeEncodeError:
             return json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
-    except (ValueError, TypeError) as exc:  # NaN (which json.loads reads from a model's arguments), a date, ...
-        # (the words for NaN are agenthub's: Python's differ from version to version)
-        why = "it holds a number JSON cannot carry (NaN or Infinity)" if "float" in str(exc) else str(exc)
+    except (ValueError, TypeError, RecursionError) as exc:  # NaN (which json.loads reads from a model's
+        # arguments), a date, a list in a list ... 100,000 deep; (the words for NaN are agenthub's: Python's differ
+        # from version to version)
+        why = "it is nested too deeply" if isinstance(exc, RecursionError) else \
+            "it holds a number JSON cannot carry (NaN or Infinity)" if "float" in str(exc) else str(exc)
         raise ConfigError("{} cannot be sent as JSON: {}".format(message.get("method") or "a response", why)) from None
 
 

@@ -3,7 +3,8 @@ item (contract C2), prompt messages as UniMessages.
 
 A tool result's ``text`` is its text parts joined in order (by a newline); with no text part, its
 ``structuredContent`` as JSON text; images become ``data:<mimeType>;base64,<data>`` in ``images``;
-a resource link is a line with its URI; an embedded text resource its text; ``is_error`` comes from
+a resource link is a line with its URI; an embedded text resource its text, an embedded other one a
+line with its URI (and, when it is an image, its ``blob`` in ``images`` too); ``is_error`` comes from
 ``isError``.  A lone surrogate in a text (``"\\ud800"`` in the server's JSON: no character, and no
 provider accepts it) becomes U+FFFD, so that one bad character does not end a run.
 """
@@ -56,6 +57,14 @@ def _resource_line(resource: Any) -> Optional[str]:
     return "[resource: {}]".format(uri) if isinstance(uri, str) else None
 
 
+def _embedded_image(resource: Any) -> Optional[Dict[str, Any]]:
+    """An embedded resource holding an image (a ``blob`` whose mimeType is ``image/...``) as an image block."""
+    if isinstance(resource, dict) and isinstance(resource.get("blob"), str) and \
+            isinstance(resource.get("mimeType"), str) and resource["mimeType"].lower().startswith("image/"):
+        return {"data": resource["blob"], "mimeType": resource["mimeType"]}
+    return None
+
+
 def _data_uri(block: Dict[str, Any], server: str) -> Optional[str]:
     data, mime = block.get("data"), block.get("mimeType")
     if not isinstance(data, str) or not isinstance(mime, str) or "/" not in mime or ";" in mime or "," in mime:
@@ -98,6 +107,10 @@ def tool_result(result: Any, server: str = "mcp") -> Dict[str, Any]:
             line = _resource_line(block.get("resource"))
             if line is not None:
                 texts.append(line)
+            image = _embedded_image(block.get("resource"))
+            uri = _data_uri(image, server) if image is not None else None
+            if uri is not None:
+                images.append(uri)
         elif kind == "audio" and isinstance(block.get("mimeType"), str):
             texts.append("[audio: {}]".format(preview(block["mimeType"], 60)))
     if not has_text and "structuredContent" in result and result["structuredContent"] is not None:
@@ -116,6 +129,9 @@ def _content_item(block: Any, server: str) -> Optional[Dict[str, Any]]:
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
         return {"type": "text", "text": clean_text(block["text"])}
+    image = _embedded_image(block.get("resource")) if kind == "resource" else None
+    if image is not None:  # an embedded image: as an image block
+        block, kind = image, "image"
     if kind in ("image", "audio") and isinstance(block.get("data"), str) and isinstance(block.get("mimeType"), str):
         try:
             data = base64.b64decode(block["data"], validate=True)

@@ -634,7 +634,8 @@ class StdioChannel(Channel):
                                              retryable=False, timeout=True))
                 with state.lock:
                     state.abandoned.append(ident)
-                self._cancel(ident)
+                if message.get("method") != "initialize":  # 2025-11-25 "Cancellation": never initialize
+                    self._cancel(ident)
                 tail = state.log_tail()
                 raise TransportError("{}: no answer to {} within {:g} s{}".format(
                     self.label, message.get("method"), timeout,

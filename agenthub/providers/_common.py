@@ -7,6 +7,7 @@ import binascii
 import dataclasses
 import json
 import logging
+import math
 import re
 from operator import is_ as _is  # (C speed over a whole history)
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -30,6 +31,9 @@ __all__ = [
     "data_uri",
     "unsupported",
     "nearest",
+    "answer_bytes",
+    "answer_mime",
+    "embedding_vector",
     "request_headers",
     "apply_extras",
     "deep_merge",
@@ -249,12 +253,14 @@ class Protocol(object):
     server-side); ``stored_answer(message)``: the collected answer of such a call, marked stored;
     ``resume``: a ``Resume`` (background streams resumed after a cut and cancelled), None for none;
     ``count``: a ``Count`` (the token-count endpoint), None for none; ``compaction_format``: which
-    compaction items it replays (``fidelity["format"]``: "openai", "anthropic"), None for none.
+    compaction items it replays (``fidelity["format"]``: "openai", "anthropic"), None for none;
+    ``max_inputs``: an embeddings protocol's most inputs in one request (``build_request`` refuses more,
+    ``AutoLLMClient.embed`` sends more as several requests), None for no limit.
     """
 
     __slots__ = ("name", "module", "build_request", "parse_stream", "framing", "parse_document", "quirk_keys",
                  "embeddings", "demo", "models_request", "parse_models", "error_from_body", "parse_payloads",
-                 "accepts", "chains_turns", "stored_answer", "resume", "count", "compaction_format")
+                 "accepts", "chains_turns", "stored_answer", "resume", "count", "compaction_format", "max_inputs")
 
     def __init__(
         self,
@@ -277,6 +283,7 @@ class Protocol(object):
         resume: Optional[Resume] = None,
         count: Optional[Count] = None,
         compaction_format: Optional[str] = None,
+        max_inputs: Optional[int] = None,
     ) -> None:
         if parse_document is None:
             raise TypeError("a Protocol needs parse_document (a whole JSON answer -> its parts)")
@@ -299,6 +306,7 @@ class Protocol(object):
         self.resume = resume
         self.count = count
         self.compaction_format = compaction_format
+        self.max_inputs = max_inputs
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False,
              stamp: Optional[List[int]] = None) -> Iterator[Any]:
@@ -609,6 +617,32 @@ def parse_data_uri(uri: str) -> Optional[Tuple[str, bytes]]:
     return mime, unquote_to_bytes(payload)
 
 
+_B64_URL_SAFE = str.maketrans("-_", "+/", " \t\r\n")
+
+
+def answer_bytes(value: Any, client: str, what: str = "media") -> bytes:
+    """The bytes of a base64 field in a server's answer (an image, speech): standard or URL-safe base64,
+    padded or not (what protobuf JSON accepts), line breaks ignored.  Anything else (a character outside
+    the alphabet, a length no base64 has, not a string) is a StreamProtocolError, never bytes quietly
+    decoded from part of it."""
+    if not isinstance(value, str):
+        raise StreamProtocolError("{}: the answer's {} data is not a base64 string (got {})".format(
+            client, what, type(value).__name__), client=client)
+    text = value.translate(_B64_URL_SAFE)
+    if len(text) % 4 == 1:
+        text = "!"  # no base64 is one character past a group of four
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise StreamProtocolError("{}: the answer's {} data is not base64 ({} characters)".format(
+            client, what, len(value)), client=client) from None
+
+
+def answer_mime(value: Any, default: str = "application/octet-stream") -> str:
+    """A MIME type a server's answer names: itself when it is a non-empty string, else ``default``."""
+    return value if isinstance(value, str) and value else default
+
+
 def media_type(mime_type: str) -> str:
     """``mime_type`` as the wires name it: ``image/jpg``, a common misspelling no registry has, is the
     ``image/jpeg`` it means (Claude refuses the other; Bedrock names the format ``jpeg``); any other as it is."""
@@ -747,6 +781,37 @@ def to_int(value: Any) -> Any:
 
 
 
+def embedding_vector(value: Any, client: str, width: Optional[int] = None) -> List[float]:
+    """An embedding answer's vector as the data model holds it: a non-empty list of finite floats (a JSON
+    integer becomes its float), ``width`` long when given (the answer's other vectors); anything else a
+    server sends (null, a string or list inside, NaN / Infinity, a number no float holds, vectors of
+    different lengths) is a StreamProtocolError, never a vector handed on."""
+    if not isinstance(value, list) or not value:
+        raise StreamProtocolError("{}: the embeddings answer holds a vector that is not a non-empty list of "
+                                  "numbers".format(client), client=client)
+    if set(map(type, value)) == {float} and all(map(math.isfinite, value)):  # the usual answer, at C speed
+        out = value  # type: List[float]
+        value = ()
+    else:
+        out = []
+    for number in value:
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise StreamProtocolError("{}: the embeddings answer holds a vector with a {} in it (numbers only)".format(
+                client, type(number).__name__), client=client)
+        try:
+            number = float(number)
+        except OverflowError:
+            number = float("inf")
+        if number != number or number in (float("inf"), float("-inf")):
+            raise StreamProtocolError("{}: the embeddings answer holds a vector with a value that is no finite "
+                                      "number (NaN, Infinity or too large)".format(client), client=client)
+        out.append(number)
+    if width is not None and len(out) != width:
+        raise StreamProtocolError("{}: the embeddings answer holds vectors of different lengths ({} and {})".format(
+            client, width, len(out)), client=client)
+    return out
+
+
 def nearest(wanted: str, supported: Sequence[str], order: Sequence[str], cheaper_on_tie: bool = False) -> str:
     """The value of ``supported`` nearest to ``wanted`` along ``order`` (itself when supported).
 
@@ -873,7 +938,13 @@ def parse_data_list(payload: Any, client: str) -> Tuple[List[str], Optional[str]
     lists) -> (ids in the server's order, the next page's token: the last id while ``has_more``)."""
     ids = model_list_page(payload, client)
     more = isinstance(payload, dict) and payload.get("has_more") is True and ids
-    return ids, (payload.get("last_id") or ids[-1]) if more else None
+    if not more:
+        return ids, None
+    last = payload.get("last_id")
+    if last is not None and not isinstance(last, str):
+        raise StreamProtocolError("{}: the model list's last_id is not an id (got a {})".format(
+            client, type(last).__name__), client=client)
+    return ids, last or ids[-1]
 
 
 def openai_models_request(endpoint: "Endpoint", page_token: Optional[str] = None) -> HttpRequest:

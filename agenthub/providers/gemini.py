@@ -91,7 +91,7 @@ from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
-from ._common import media_type, refuse_mcp_servers, something_to_send
+from ._common import answer_bytes, answer_mime, media_type, refuse_mcp_servers, something_to_send
 
 __all__ = [
     "build_request",
@@ -969,8 +969,8 @@ def _text_part(state: _State, part: Dict[str, Any], text: Any, signature: Any) -
 def _blob_part(state: _State, part: Dict[str, Any], blob: Any, signature: Any) -> List[Dict[str, Any]]:
     item = {
         "type": "inline_thinking" if part.get("thought") else "inline_data",
-        "data": base64.b64decode(blob.get("data") or ""),
-        "mime_type": blob.get("mimeType") or "application/octet-stream",
+        "data": answer_bytes(blob.get("data") or "", state.client, "inlineData"),
+        "mime_type": answer_mime(blob.get("mimeType")),
     }
     if signature:
         item["fidelity"] = {SIGNATURE: signature}

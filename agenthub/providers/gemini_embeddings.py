@@ -7,7 +7,10 @@ document into one ``embedding`` item per input message, then a StreamEnd (usage 
 Each message is one input: its text items (and inline media, for multimodal
 embedding models) become the parts of one content; a message with nothing to embed
 is sent as a single space, as the other embedding clients do.
-``embedding_config.dimensions`` -> ``outputDimensionality``.
+``embedding_config.dimensions`` -> ``outputDimensionality``.  ``batchEmbedContents`` takes at
+most ``MAX_INPUTS`` (100) messages: ``AutoLLMClient.embed`` sends more as several requests (the
+plan itself is not refused: a batch job sends each message as its own request).  A vector that is not a list of
+finite numbers as long as the others is a StreamProtocolError.
 """
 
 from typing import Any, Dict, Iterator, List, Mapping
@@ -15,10 +18,14 @@ from typing import Any, Dict, Iterator, List, Mapping
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..stream import StreamEnd
 from ..types import HttpRequest, PromptCaching
-from ._common import Protocol, Endpoint, request_headers, to_int, unsupported, usage
+from ._common import Protocol, Endpoint, embedding_vector, request_headers, to_int, unsupported, usage
 from .gemini import blob_part, request_path, resource_name, url_part
 
 __all__ = ["build_request", "parse_response"]
+
+#: the most requests one batchEmbedContents takes (the server: "at most 100 requests can be in one batch");
+#: the Batch API's asyncBatchEmbedContent takes a row's messages one request each, so the plan does not refuse more
+MAX_INPUTS = 100
 
 def _content(client: str, message: Mapping[str, Any]) -> Dict[str, Any]:
     parts = []  # type: List[Dict[str, Any]]
@@ -77,10 +84,12 @@ def parse_response(payload: Any, client: str = "gemini") -> Iterator[Any]:
         vectors = [payload["embedding"]]
     else:
         raise StreamProtocolError("{}: the embedding answer has no embedding".format(client), client=client)
+    if not isinstance(vectors, list):
+        raise StreamProtocolError("{}: the embedding answer's embeddings are not a list".format(client), client=client)
+    width = None
     for vector in vectors:
-        values = vector["values"]
-        if not isinstance(values, list):
-            raise TypeError("embedding values are not a list")
+        values = embedding_vector(vector.get("values") if isinstance(vector, dict) else None, client, width)
+        width = len(values)
         yield {"type": "embedding", "embedding": values}
     meta = payload.get("usageMetadata")
     prompt = to_int(meta.get("promptTokenCount")) if isinstance(meta, dict) else None
@@ -88,4 +97,5 @@ def parse_response(payload: Any, client: str = "gemini") -> Iterator[Any]:
 
 
 #: Gemini embedding models: one JSON document per request
-PROTOCOL = Protocol("gemini-embeddings", __name__, build_request, parse_document=parse_response)
+PROTOCOL = Protocol("gemini-embeddings", __name__, build_request, parse_document=parse_response,
+                    max_inputs=MAX_INPUTS)

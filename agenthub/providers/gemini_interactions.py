@@ -76,6 +76,7 @@ from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers, unfinished_document
+from ._common import answer_bytes, answer_mime
 
 __all__ = [
     "build_request",
@@ -489,11 +490,11 @@ def _summary_text(content: Any) -> str:
     return "".join(out)
 
 
-def _media_item(block: Mapping[str, Any], thought: bool = False) -> Optional[Dict[str, Any]]:
+def _media_item(client: str, block: Mapping[str, Any], thought: bool = False) -> Optional[Dict[str, Any]]:
     data = block.get("data")
     if isinstance(data, str) and data:
-        return {"type": "inline_thinking" if thought else "inline_data", "data": base64.b64decode(data),
-                "mime_type": block.get("mime_type") or "application/octet-stream"}
+        return {"type": "inline_thinking" if thought else "inline_data", "data": answer_bytes(data, client),
+                "mime_type": answer_mime(block.get("mime_type"))}
     uri = block.get("uri")
     if isinstance(uri, str) and uri and block.get("type") == "image" and not thought:
         return {"type": "image_url", "image_url": uri}
@@ -555,7 +556,7 @@ def _summary_delta(state: _State, index: Any, delta: Dict[str, Any]) -> Any:
     if text:
         return ({"type": "thinking", "thinking": text},)
     if isinstance(content, dict) and content.get("type") == "image":
-        item = _media_item(content, thought=True)
+        item = _media_item(state.client, content, thought=True)
         if item is not None:
             return (item,)
     return ()
@@ -584,7 +585,7 @@ def _arguments_delta(state: _State, index: Any, delta: Dict[str, Any]) -> Any:
 
 
 def _media_delta(state: _State, index: Any, delta: Dict[str, Any]) -> Any:
-    item = _media_item(delta)
+    item = _media_item(state.client, delta)
     return () if item is None else (item,)
 
 
@@ -643,7 +644,7 @@ def _model_output_step(state: _State, index: Any, step: Dict[str, Any]) -> Any:
             if block.get("text"):
                 items.append({"type": "text", "text": block["text"]})
         elif isinstance(block, dict):
-            item = _media_item(block)
+            item = _media_item(state.client, block)
             if item is not None:
                 items.append(item)
     return items

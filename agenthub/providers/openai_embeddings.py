@@ -6,13 +6,17 @@ and the client turns the parts into the same event grammar as a stream.
 
 - Each message becomes one input string: its text items joined.  An empty message is
   sent as ``" "`` (OpenAI refuses empty strings).  Any other item is a ConfigError.
+- At most ``MAX_INPUTS`` (2048) messages per request: more is a ConfigError before sending.
 - ``embedding_config.dimensions`` -> ``dimensions``; ``encoding_format: "float"``.
 - Generation options (tools, tool_choice, image/tts config, prompt caching other than
-  ENABLE) raise UnsupportedParameterError; the rest do not apply and are not sent.
+  ENABLE) and a system prompt (text that would not be embedded) raise
+  UnsupportedParameterError, as on Gemini; the rest do not apply and are not sent.
 - Response: one ``embedding`` item per vector in the order of its ``index``, then a
   StreamEnd with ``prompt_tokens`` = ``usage.prompt_tokens`` (other buckets None) and
   finish ``stop``.  A vector sent as base64 (servers that ignore encoding_format) is
-  decoded as little-endian float32.
+  decoded as little-endian float32.  Indexes other than 0..n-1 once each (a repeat, a gap, some
+  missing), an entry that is no object, or a vector that is not a list of finite numbers as long
+  as the others is a StreamProtocolError: no vector is ever handed on for the wrong input.
 """
 
 import base64
@@ -23,11 +27,14 @@ from typing import Any, Iterator, List, Mapping
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..stream import StreamEnd
 from ..types import HttpRequest, PromptCaching
-from ._common import Protocol, Endpoint, request_headers, to_int, unsupported, usage
+from ._common import Protocol, Endpoint, embedding_vector, request_headers, to_int, unsupported, usage
 
 __all__ = ["build_request", "parse_response"]
 
-_REJECTED = ("tools", "tool_choice", "image_config", "tts_config")
+_REJECTED = ("tools", "tool_choice", "system_prompt", "image_config", "tts_config")
+
+#: the most inputs one request takes (OpenAI's API reference: "any array must be 2048 dimensions or less")
+MAX_INPUTS = 2048
 
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
@@ -38,6 +45,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "does not apply to embedding model {!r}".format(model))
+    if len(messages) > MAX_INPUTS:
+        raise ConfigError("{}: {} inputs to embed in one request; it takes at most {} (AutoLLMClient.embed sends "
+                          "more as several requests)".format(client, len(messages), MAX_INPUTS))
     inputs = []  # type: List[str]
     for position, message in enumerate(messages):
         texts = []  # type: List[str]
@@ -65,16 +75,24 @@ def parse_response(payload: Any, client: str = "openai-chat") -> Iterator[Any]:
     data = payload.get("data")
     if not isinstance(data, list):
         raise StreamProtocolError("the {} embeddings answer has no 'data' list".format(client), client=client)
-    rows = [row for row in data if isinstance(row, dict)]
-    if all(type(row.get("index")) is int for row in rows):
-        rows.sort(key=lambda row: row["index"])
+    if not all(isinstance(row, dict) for row in data):
+        raise StreamProtocolError("the {} embeddings answer holds an entry that is not a JSON object".format(client),
+                                  client=client)
+    indices = [row.get("index") for row in data]
+    if all(type(index) is int for index in indices) and sorted(indices) == list(range(len(data))):
+        rows = sorted(data, key=lambda row: row["index"])
+    elif all(index is None for index in indices):
+        rows = data  # no index at all: the order sent
+    else:
+        raise StreamProtocolError("the {} embeddings answer numbers its {} vectors other than 0..{} once each (got "
+                                  "the indexes {})".format(client, len(data), len(data) - 1, indices[:8]), client=client)
+    width = None
     for row in rows:
         vector = row.get("embedding")
         if isinstance(vector, str):
             vector = _decode(vector, client)
-        elif not isinstance(vector, list):
-            raise StreamProtocolError("the {} embeddings answer holds a vector that is not a list".format(client),
-                                      client=client)
+        vector = embedding_vector(vector, client, width)
+        width = len(vector)
         yield {"type": "embedding", "embedding": vector}
     raw = payload.get("usage")
     tokens = to_int(raw.get("prompt_tokens")) if isinstance(raw, dict) else None
@@ -94,4 +112,5 @@ def _decode(text: str, client: str) -> List[float]:
 
 
 #: embedding models of the OpenAI-compatible protocols: one JSON document per request
-PROTOCOL = Protocol("openai-embeddings", __name__, build_request, parse_document=parse_response)
+PROTOCOL = Protocol("openai-embeddings", __name__, build_request, parse_document=parse_response,
+                    max_inputs=MAX_INPUTS)

@@ -115,7 +115,6 @@ Stream -> content items
   thoughts = ``output_tokens_details.reasoning_tokens``, response = output - thoughts.
 """
 
-import base64
 import json
 import logging
 import re
@@ -133,6 +132,7 @@ from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting
 from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, nearest, parse_data_uri, pdf_url, request_headers,
                       unfinished_document, unsupported)
+from ._common import answer_bytes
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
            "text_format", "EFFORTS", "parse_document", "cache_options", "check_breakpoints", "BREAKPOINT",
@@ -1369,7 +1369,8 @@ class _Parser(object):
         mime = "image/" + (fmt if isinstance(fmt, str) and fmt.isalnum() else "png")
         if mime == "image/jpg":
             mime = "image/jpeg"
-        return self._emit([{"type": "inline_data", "data": base64.b64decode(result), "mime_type": mime}])
+        return self._emit([{"type": "inline_data", "data": answer_bytes(result, self.client, "image"),
+                             "mime_type": mime}])
 
     def _message_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
         phase = item.get("phase")

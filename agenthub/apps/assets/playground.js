@@ -5,6 +5,8 @@ var KEY_STORE = "agenthub.playground.key";
 var MODEL_STORE = "agenthub.playground.model";
 var LEVELS = ["none", "low", "medium", "high", "xhigh"];
 var MERGEABLE = { text: "text", thinking: "thinking" };
+// the images of one message, in all (each is read into the page and sent again with every later turn)
+var MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 var TOOLS_EXAMPLE = [{
   name: "get_weather",
   description: "Current weather in a city.",
@@ -18,6 +20,7 @@ var state = {
   busy: false,
   controller: null,
   attachments: [],      // {mime, b64, name, size, url}
+  reading: [],          // files being read into attachments (their sizes count toward MAX_IMAGE_BYTES)
   pending: []           // tool calls of the last answer: {call, input}
 };
 
@@ -237,17 +240,18 @@ function readConfig() {
   if (system.trim()) { config.system_prompt = system; }
   if ($("thinking").value) { config.thinking_level = $("thinking").value; }
   if ($("summary").checked) { config.thinking_summary = true; }
+  // (a number field holding no number, "1e", reads as "": its validity says it is not empty)
   var maxTokens = $("max-tokens").value.trim();
   $("max-tokens").classList.remove("invalid");
-  if (maxTokens) {
-    var n = Number(maxTokens);
+  if (maxTokens || $("max-tokens").validity.badInput) {
+    var n = maxTokens ? Number(maxTokens) : NaN;
     if (!Number.isInteger(n) || n <= 0) { problems.push("max tokens must be a positive whole number"); $("max-tokens").classList.add("invalid"); }
     else { config.max_tokens = n; }
   }
   var temperature = $("temperature").value.trim();
   $("temperature").classList.remove("invalid");
-  if (temperature) {
-    var t = Number(temperature);
+  if (temperature || $("temperature").validity.badInput) {
+    var t = temperature ? Number(temperature) : NaN;
     if (!isFinite(t) || t < 0) { problems.push("temperature must be a number ≥ 0"); $("temperature").classList.add("invalid"); }
     else { config.temperature = t; }
   }
@@ -612,6 +616,7 @@ function updateButtons() {
   $("stop").disabled = !state.busy;
   $("export").disabled = !state.history.length;
   $("clear").disabled = state.busy || (!state.history.length && !transcript.querySelector(".message"));
+  $("open").disabled = state.busy;
 }
 function renderAttachments() {
   var box = $("attachments");
@@ -632,18 +637,30 @@ function renderAttachments() {
     });
   });
 }
+function attachedBytes() {
+  return state.attachments.concat(state.reading).reduce(function (sum, a) { return sum + a.size; }, 0);
+}
 function addFiles(files) {
   Array.prototype.forEach.call(files || [], function (file) {
     if (!/^image\//.test(file.type || "")) { setStatus(file.name + " is not an image", true); return; }
+    if (attachedBytes() + file.size > MAX_IMAGE_BYTES) {   // refused before it is read
+      setStatus(file.name + " (" + sizeText(file.size) + ") is not attached: the images of one message may be " +
+                sizeText(MAX_IMAGE_BYTES) + " in all", true);
+      return;
+    }
+    var reading = { size: file.size };
+    state.reading.push(reading);
+    function done() { state.reading.splice(state.reading.indexOf(reading), 1); }
     var reader = new FileReader();
     reader.onload = function () {
+      done();
       var url = String(reader.result);
       var comma = url.indexOf(",");
       state.attachments.push({ mime: file.type, b64: url.slice(comma + 1), name: file.name || "image",
                                size: file.size, url: URL.createObjectURL(file) });
       renderAttachments();
     };
-    reader.onerror = function () { setStatus("could not read " + file.name, true); };
+    reader.onerror = function () { done(); setStatus("could not read " + file.name, true); };
     reader.readAsDataURL(file);
   });
 }
@@ -759,6 +776,7 @@ async function send() {
     live.flush();
     var message = collect(events);
     state.history.push(user, message);
+    saved.attachments.forEach(function (a) { URL.revokeObjectURL(a.url); });  // (their bytes are in the history)
     state.lastModel = model;
     state.lastConfig = read.config;
     live.finish();
@@ -859,7 +877,11 @@ $("trace-file").addEventListener("change", function () {
     var doc;
     try { doc = JSON.parse(String(reader.result)); } catch (e) { setStatus(file.name + " is not JSON", true); return; }
     if (!doc || !Array.isArray(doc.history) || !doc.history.every(function (m) {
-      return m && (m.role === "user" || m.role === "assistant") && Array.isArray(m.content_items);
+      return m && (m.role === "user" || m.role === "assistant") && Array.isArray(m.content_items) &&
+        m.content_items.every(function (item) {   // (what the page renders from them is there)
+          return item && typeof item === "object" && typeof item.type === "string" &&
+            (item.images === undefined || item.images === null || Array.isArray(item.images));
+        });
     })) { setStatus(file.name + " is not an agenthub trace", true); return; }
     var config = doc.config && typeof doc.config === "object" ? doc.config : {};
     state.history = [];
@@ -898,6 +920,7 @@ $("trace-file").addEventListener("change", function () {
 // read-only hooks for scripts and tests: the conversation as it would be sent, and the fold
 window.agenthubPlayground = Object.freeze({
   collect: collect,
+  maxImageBytes: MAX_IMAGE_BYTES,
   history: function () { return JSON.parse(JSON.stringify(state.history)); },
   trace: function () { return JSON.parse(JSON.stringify(traceDocument().document)); }
 });

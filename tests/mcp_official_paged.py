@@ -1,0 +1,49 @@
+"""A server built on the official ``mcp`` SDK's low-level API (test-only oracle, Python >= 3.10) whose lists come
+in pages: tools, resources and prompts, three pages each, chained by ``nextCursor``.
+
+    python tests/mcp_official_paged.py        (stdio)
+"""
+
+import anyio
+
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+PAGES = 3
+
+
+def page(params):
+    """(this page's number, the cursor of the next one or None) for a request's params."""
+    cursor = params.cursor if params is not None else None
+    number = int(cursor.split("-")[1]) if cursor else 0
+    return number, ("page-{}".format(number + 1) if number + 1 < PAGES else None)
+
+
+async def list_tools(ctx, params):
+    number, cursor = page(params)
+    return types.ListToolsResult(tools=[types.Tool(name="t{}".format(number), inputSchema={"type": "object"})],
+                                 nextCursor=cursor)
+
+
+async def list_resources(ctx, params):
+    number, cursor = page(params)
+    return types.ListResourcesResult(resources=[types.Resource(uri="note://{}".format(number),
+                                                               name="r{}".format(number))], nextCursor=cursor)
+
+
+async def list_prompts(ctx, params):
+    number, cursor = page(params)
+    return types.ListPromptsResult(prompts=[types.Prompt(name="p{}".format(number))], nextCursor=cursor)
+
+
+server = Server("paged", on_list_tools=list_tools, on_list_resources=list_resources, on_list_prompts=list_prompts)
+
+
+async def main():
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(main)
