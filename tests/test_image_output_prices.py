@@ -3,24 +3,21 @@ splits candidatesTokensDetails into IMAGE and TEXT) costs one number, the hand-c
 (``agenthub.cost``, a Budget's settlement and its hold, a run's cost_usd, a job row and JobSummary, a batch row,
 serve's /v1/metrics and the Budget of serve's client)."""
 
-import json
 import os
 import pickle
 
 import pytest
-import requests
 
 from money_clock import fix_clock
-from server_support import Builtin, Route, Upstream
+from price_paths import prices_on_every_path
+from server_support import Route, Upstream
 
-from agenthub import AutoLLMClient, Budget, BudgetExceededError, cost, jobs
+from agenthub import AutoLLMClient, Budget, BudgetExceededError, cost
 from agenthub.catalog import find_model
-from agenthub.jobs import read_output
 from agenthub.jobs.batch import batch_cost, collect_answer
 from agenthub.providers import gemini, gemini_interactions, protocol
 from agenthub.stream import checked_usage
 
-KEY = "server-key-0123456789"
 MODEL = "gemini-3-pro-image-preview"
 MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Draw a banana"}]}]
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "gemini", "image_output.sse")
@@ -89,35 +86,7 @@ def test_one_image_turn_costs_one_price_on_every_path(tmp_path, monkeypatch):
         up.routes["gem"] = Route(_stream())
         kwargs = {"client_type": "gemini", "base_url": up.url + "/gem", "api_key": "sk-test-0123456789",
                   "max_retries": 0}
-        config = {"max_tokens": 2000}
-
-        def client(**extra):
-            return AutoLLMClient(MODEL, **dict(kwargs, **extra))
-
-        paths = {"cost": cost(MODEL, client().response(MESSAGES, config)["usage_metadata"])}
-        budget = Budget(5.0)
-        client(budget=budget).response(MESSAGES, config)
-        paths["budget"] = budget.spent_usd
-        paths["run"] = client().run(MESSAGES, config, tools=[]).result().cost_usd
-        rows = tmp_path / "in.jsonl"
-        rows.write_text("".join(json.dumps({"id": "r{}".format(n), "model": MODEL, "messages": MESSAGES,
-                                            "config": config}) + "\n" for n in range(2)))
-        summary = jobs.run(str(rows), str(tmp_path / "out.jsonl"), workers=1, progress=False,
-                           client_factory=lambda *route: client())
-        paths["job row"] = read_output(str(tmp_path / "out.jsonl"))[0]["cost_usd"]
-        paths["JobSummary / 2"] = summary.cost_usd / 2
-
-        from agenthub.apps.server import make_app
-
-        with Builtin(make_app({"models": [dict(kwargs, id=MODEL, model=MODEL)], "api_keys": [KEY]})) as site:
-            served = Budget(5.0)
-            AutoLLMClient(MODEL, client_type="agenthub", base_url=site.url, api_key=KEY, max_retries=0,
-                          budget=served).response(MESSAGES, config)
-            paths["serve client's budget"] = served.spent_usd
-            text = requests.get(site.url + "/v1/metrics", headers={"Authorization": "Bearer " + KEY}, timeout=10).text
-        line = [entry for entry in text.splitlines()
-                if entry.startswith('agenthub_cost_usd_total{model="%s"}' % MODEL)][0]
-        paths["serve metrics"] = float(line.split()[-1])
+        paths = prices_on_every_path(MODEL, kwargs, {"max_tokens": 2000}, MESSAGES, tmp_path)
     # a batch answer (one GenerateContentResponse document) at the batch prices: half of every price
     answer = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Here it is"}]},
                               "finishReason": "STOP"}], "usageMetadata": USAGE_METADATA}
