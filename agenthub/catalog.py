@@ -387,7 +387,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     written to the prompt cache, an int (billed at the 5-minute write price) or ``{"5m": n, "1h": m}``;
     when not given, the writes the usage carries from the wire (an answer's ``usage_metadata``:
     ``stream.Usage.cache_write``, split by ``cache_write_1h`` where the wire gives the TTL; writes without
-    a TTL at the 5-minute or the model's only write price).
+    a TTL at the 5-minute or the model's only write price).  The output's image tokens the usage carries
+    (``stream.Usage.output_image_tokens``) are billed at the ``output_image`` price where the price set has one.
     A price set without a write price bills writes at its input price (providers without a write
     surcharge).  Long-context prices apply to the whole request when its input (prompt + cached
     tokens) is above the model's threshold.  None when the model is unknown, has no price for the

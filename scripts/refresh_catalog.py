@@ -22,9 +22,10 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
   page), for models agenthub routes that neither source has.  This script prints every override
   a source now covers, so it can be deleted.  Its ``batch_discounts`` are each provider's documented
   batch discount (dated, with the page that says it): a priced model the sources give no batch price
-  gets its standard prices times that factor.  Its ``image_output_prices`` are the vendors' documented
-  prices of image-output tokens (dated, with their pages): ``output_image`` on the standard prices of the
-  models each covers, and on their batch prices at the batch discount.  Its ``cache_write_checks`` are the vendors' documented
+  gets its standard prices times that factor.  Its ``image_output_prices`` are the vendors'
+  documented prices of image-output tokens (dated, with their pages): ``output_image`` on the
+  standard prices of the models each covers, and on their batch prices at the batch discount.
+  Its ``cache_write_checks`` are the vendors' documented
   prompt-cache write prices (multiples of the input price, dated, with their pages): every price set of
   every model a check covers must carry them, or the script stops and says which.
 
@@ -397,7 +398,8 @@ def apply_image_output_prices(rows, rules, discounts):
         matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
                    and row["prices"]]
         if not matched:
-            problems.append("{}: no priced {} model matches {}".format(rule["source"], rule["provider"], rule["models"]))
+            problems.append("{}: no priced {} model matches {}".format(
+                rule["source"], rule["provider"], rule["models"]))
         for row in matched:
             row["prices"]["output_image"] = rule["output_image"]
             if row["batch"]:

@@ -69,8 +69,8 @@ Stream
 - usage: cached = cachedContentTokenCount, prompt = promptTokenCount - cached +
   toolUsePromptTokenCount, thoughts = thoughtsTokenCount, response =
   candidatesTokenCount (its image tokens, ``candidatesTokensDetails`` of modality ``IMAGE``,
-  ride along as ``Usage.output_image_tokens``).  Each chunk's ``usageMetadata`` is a snapshot of the turn so far, not
-  fields to merge: the last one that counts tokens is taken whole (a later snapshot without
+  ride along as ``Usage.output_image_tokens``).  Each chunk's ``usageMetadata`` is a snapshot of
+  the turn so far, not fields to merge: the last one that counts tokens is taken whole (a later snapshot without
   ``candidatesTokenCount`` means no visible tokens, not "as before"), so the buckets add up to
   its ``totalTokenCount``.
 """
@@ -698,7 +698,8 @@ def modality_tokens(details: Any, modality_key: str, count_key: str, modality: s
         return None
     total = None  # type: Optional[int]
     for entry in details:
-        if type(entry) is dict and isinstance(entry.get(modality_key), str) and entry[modality_key].upper() == modality:
+        said = entry.get(modality_key) if type(entry) is dict else None
+        if isinstance(said, str) and said.upper() == modality:
             count = usage_count(entry.get(count_key))
             if count is None:
                 return None
