@@ -1,7 +1,8 @@
 """Spending limits: ``agenthub.Budget(max_usd)``, shared by any number of clients and threads.
 
 Before each request the worst case is reserved: its input (counted, or the local estimate of
-``estimate_tokens``) plus ``max_tokens`` of output, at the model's list prices from the catalog
+``estimate_tokens``) plus ``max_tokens`` of output (all of it image tokens, on an image model whose image
+output has its own price), at the model's list prices from the catalog
 (the dearest way the input may be billed: plain input, or written to the prompt cache where the
 model has a write surcharge; long-context prices when the input is above the model's threshold).
 When spent + held + that worst case is above ``max_usd``, ``BudgetExceededError`` is raised and
@@ -45,13 +46,16 @@ def worst_case_usd(model: str, input_tokens: int, max_output_tokens: int, *, tie
     """The most a request can cost at list price: all input billed the dearest way it may be (plain,
     or written to the prompt cache where the model prices writes: 5-minute writes unless
     ``prompt_caching`` is ``disable``, 1-hour ones too when it is ``enhance``) and
-    ``max_output_tokens`` of output, at the dearest tier it may be billed at (with no ``tier``, on a
+    ``max_output_tokens`` of output (image tokens, on a model whose image output costs more), at the dearest
+    tier it may be billed at (with no ``tier``, on a
     model priced by the time of day: its standard prices and each time-of-day tier's, since the
     window may change while the request runs).  None when the model has no price."""
     from .catalog import _find, cost, timed_tiers
+    from .stream import with_output_images
 
-    usage = {"prompt_tokens": input_tokens, "cached_tokens": 0, "thoughts_tokens": 0,
-             "response_tokens": max_output_tokens}
+    # (every output token at the dearest output price: an image model's image-output price, where it has one)
+    usage = with_output_images({"prompt_tokens": input_tokens, "cached_tokens": 0, "thoughts_tokens": 0,
+                                "response_tokens": max_output_tokens}, max_output_tokens)
     tiers = [tier]  # type: List[Optional[str]]
     if tier is None and not batch:
         row = _find(model, None)

@@ -8,8 +8,10 @@ records its date, the source versions and their licences (``catalog_info()``).
 
 Prices are USD per 1M tokens.  ``cost`` reads the usage buckets of a turn (``UsageMetadata``):
 ``prompt_tokens`` (input not read from the cache; cache writes are part of it), ``cached_tokens``
-(cache reads), ``thoughts_tokens`` and ``response_tokens`` (both billed as output), and the cache
-writes the wire reported beside them (``stream.Usage.cache_write`` / ``cache_write_1h``).  A model
+(cache reads), ``thoughts_tokens`` and ``response_tokens`` (both billed as output), the cache
+writes the wire reported beside them (``stream.Usage.cache_write`` / ``cache_write_1h``), and the
+image tokens of the output (``stream.Usage.output_image_tokens``: part of ``response_tokens``, billed at
+the row's ``output_image`` price where it has one, e.g. Gemini's image models).  A model
 priced by the time of day (a ``peak`` / ``off_peak`` tier with ``utc_windows``) is priced at the tier
 in force when the request was sent.
 """
@@ -64,8 +66,10 @@ class _PricesBase(TypedDict):
 
 
 class Prices(_PricesBase, total=False):
-    """USD per 1M tokens; None where the sources give no price for that bucket."""
+    """USD per 1M tokens; None where the sources give no price for that bucket.  ``output_image``: the
+    price of the output's image tokens where it differs from ``output`` (Gemini's image models)."""
 
+    output_image: float
     long_context: List[LongContextPrices]
     utc_windows: List[str]  # peak / off_peak tiers: the daily windows (UTC) they apply in
 
@@ -383,7 +387,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     written to the prompt cache, an int (billed at the 5-minute write price) or ``{"5m": n, "1h": m}``;
     when not given, the writes the usage carries from the wire (an answer's ``usage_metadata``:
     ``stream.Usage.cache_write``, split by ``cache_write_1h`` where the wire gives the TTL; writes without
-    a TTL at the 5-minute or the model's only write price).
+    a TTL at the 5-minute or the model's only write price).  The output's image tokens the usage carries
+    (``stream.Usage.output_image_tokens``) are billed at the ``output_image`` price where the price set has one.
     A price set without a write price bills writes at its input price (providers without a write
     surcharge).  Long-context prices apply to the whole request when its input (prompt + cached
     tokens) is above the model's threshold.  None when the model is unknown, has no price for the
@@ -433,12 +438,16 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
             return None
         raise ConfigError("cache_writes ({}) exceed the prompt_tokens ({}) they are part of".format(written, prompt))
     total_input = prompt + cached
+    images = min(usage_count(getattr(usage, "output_image_tokens", None)) or 0, counts[3])
+    image_price = prices.get("output_image")
     for level in reversed(prices.get("long_context") or ()):
         if total_input > level["above_input_tokens"]:
             prices = level
             break
+    image_price = prices.get("output_image", image_price)
     parts = [(prompt - written, prices.get("input")), (cached, prices.get("cached_input")),
-             (output, prices.get("output"))]
+             (output - images, prices.get("output")),
+             (images, prices.get("output") if image_price is None else image_price)]
     if writes["5m"]:
         rate = prices.get("cache_write_5m")
         parts.append((writes["5m"], rate if rate is not None else _no_write_price(prices)))

@@ -19,6 +19,7 @@ from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata, paired
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
+           "with_output_images",
            "StopEvent", "whole_text", "surrogates_escaped", "text_is_utf8", "paired_halves",
            "surrogates_shown"]
 
@@ -83,6 +84,7 @@ def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
     written = getattr(usage, "cache_write", None)  # the wire's cache-write counts and service tier ride along (Usage)
     if written is not None:
         out = with_cache_write(out, written, getattr(usage, "cache_write_1h", None))
+    out = with_output_images(out, getattr(usage, "output_image_tokens", None))
     tier = getattr(usage, "service_tier", None)
     return out if tier is None else with_service_tier(out, tier, CATALOG_TIERS)  # (a catalog tier already)
 
@@ -96,25 +98,44 @@ class Usage(dict):
     1-hour TTL where the wire splits them by TTL (Anthropic ``cache_creation.ephemeral_1h_input_tokens``,
     Bedrock ``cacheDetails``), None where it does not (the writes are then priced at the model's 5-minute
     or only write price); and ``service_tier``, the tier the answer says it was billed at (OpenAI's
-    ``service_tier``: ``"standard"``, ``"priority"`` or ``"flex"``), None where it says none of them.
-    ``agenthub.cost`` and telemetry read them."""
+    ``service_tier``: ``"standard"``, ``"priority"`` or ``"flex"``), None where it says none of them;
+    and ``output_image_tokens``, how many of ``response_tokens`` are image tokens (Gemini's
+    ``candidatesTokensDetails`` entry of modality ``IMAGE``), billed at the model's image-output price,
+    None where the wire says no image tokens.  ``agenthub.cost`` and telemetry read them."""
 
-    __slots__ = ("cache_write", "cache_write_1h", "service_tier")
+    __slots__ = ("cache_write", "cache_write_1h", "service_tier", "output_image_tokens")
     cache_write: Optional[int]
     cache_write_1h: Optional[int]
     service_tier: Optional[str]
+    output_image_tokens: Optional[int]
 
     def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the counts
         return (_usage, (dict(self), getattr(self, "cache_write", None), getattr(self, "cache_write_1h", None),
-                         getattr(self, "service_tier", None)))
+                         getattr(self, "service_tier", None), getattr(self, "output_image_tokens", None)))
 
 
-def _usage(buckets: Any, written: Optional[int], written_1h: Optional[int], tier: Optional[str]) -> "Usage":
+def _usage(buckets: Any, written: Optional[int], written_1h: Optional[int], tier: Optional[str],
+           images: Optional[int] = None) -> "Usage":
     out = Usage(buckets)
     out.cache_write = written
     out.cache_write_1h = written_1h
     out.service_tier = tier
+    out.output_image_tokens = images
     return out
+
+
+def with_output_images(buckets: Any, count: Any) -> Any:
+    """``buckets`` carrying how many of their ``response_tokens`` are image tokens (``Usage.output_image_tokens``,
+    at most ``response_tokens``); as they are when the wire says none (or is not a token count, or there is no
+    usage)."""
+    count = usage_count(count)
+    if not count or not isinstance(buckets, dict):
+        return buckets
+    count = min(count, usage_count(buckets.get("response_tokens")) or 0)
+    if not count:
+        return buckets
+    return _usage(buckets, getattr(buckets, "cache_write", None), getattr(buckets, "cache_write_1h", None),
+                  getattr(buckets, "service_tier", None), count)
 
 
 def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
@@ -126,7 +147,7 @@ def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
         return buckets
     hour = usage_count(written_1h)
     return _usage(buckets, written, hour if hour is not None and hour <= written else None,
-                  getattr(buckets, "service_tier", None))
+                  getattr(buckets, "service_tier", None), getattr(buckets, "output_image_tokens", None))
 
 
 #: a wire's service tier -> the catalog tier the answer is billed at (``standard``: the standard prices); OpenAI's
@@ -146,7 +167,8 @@ def with_service_tier(buckets: Any, said: Any, names: Mapping[str, str] = SERVIC
     tier = names.get(said) if isinstance(said, str) else None
     if tier is None or not isinstance(buckets, dict):
         return buckets
-    return _usage(buckets, getattr(buckets, "cache_write", None), getattr(buckets, "cache_write_1h", None), tier)
+    return _usage(buckets, getattr(buckets, "cache_write", None), getattr(buckets, "cache_write_1h", None), tier,
+                  getattr(buckets, "output_image_tokens", None))
 
 
 class StreamEnd(object):

@@ -22,7 +22,10 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
   page), for models agenthub routes that neither source has.  This script prints every override
   a source now covers, so it can be deleted.  Its ``batch_discounts`` are each provider's documented
   batch discount (dated, with the page that says it): a priced model the sources give no batch price
-  gets its standard prices times that factor.  Its ``cache_write_checks`` are the vendors' documented
+  gets its standard prices times that factor.  Its ``image_output_prices`` are the vendors'
+  documented prices of image-output tokens (dated, with their pages): ``output_image`` on the
+  standard prices of the models each covers, and on their batch prices at the batch discount.
+  Its ``cache_write_checks`` are the vendors' documented
   prompt-cache write prices (multiples of the input price, dated, with their pages): every price set of
   every model a check covers must carry them, or the script stops and says which.
 
@@ -382,6 +385,35 @@ def apply_batch_discounts(rows, rules):
     return priced
 
 
+def apply_image_output_prices(rows, rules, discounts):
+    """The vendors' documented image-output prices (``image_output_prices``: each a dated rule with its page, the
+    models it covers, a regular expression, and ``output_image`` in USD per 1M tokens): set on the standard
+    prices of every priced model a rule covers, and on its batch prices at the provider's batch discount
+    (``batch_discounts``); -> the problems (a rule that covers no priced model, a batch price set without a
+    discount to scale by)."""
+    factors = {rule["provider"]: rule["factor"] for rule in discounts}
+    problems = []
+    for rule in rules:
+        pattern = re.compile(rule["models"])
+        matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
+                   and row["prices"]]
+        if not matched:
+            problems.append("{}: no priced {} model matches {}".format(
+                rule["source"], rule["provider"], rule["models"]))
+        for row in matched:
+            row["prices"]["output_image"] = rule["output_image"]
+            if row["batch"]:
+                if rule["provider"] not in factors:
+                    problems.append("{}/{}: batch prices, but no batch discount to price its image output".format(
+                        row["provider"], row["id"]))
+                    continue
+                row["batch"]["output_image"] = float(Decimal(str(rule["output_image"])) *
+                                                     Decimal(str(factors[rule["provider"]])))
+            if "overrides:image_output_prices" not in row["sources"]:
+                row["sources"] = row["sources"] + ["overrides:image_output_prices"]
+    return problems
+
+
 def apply_overrides(rows, overrides):
     """Add the hand-kept rows; -> the overrides a source now covers (to be deleted from the file)."""
     index = {(row["provider"], row["id"].lower()): row for row in rows}
@@ -463,6 +495,10 @@ def snapshot(day):
     rows, provider_info = build(day)
     covered = apply_overrides(rows, overrides)
     apply_batch_discounts(rows, discounts)
+    images = hand_kept.get("image_output_prices") or []
+    problems = apply_image_output_prices(rows, images, discounts)
+    if problems:
+        raise SystemExit("scripts/catalog_overrides.json, image_output_prices:\n  " + "\n  ".join(problems))
     problems = check_cache_writes(rows, hand_kept.get("cache_write_checks") or [])
     if problems:
         raise SystemExit("the sources disagree with the vendors' cache-write prices (scripts/catalog_overrides.json, "
@@ -473,7 +509,8 @@ def snapshot(day):
         "date": day.isoformat(),
         "generated_by": "scripts/refresh_catalog.py",
         "units": "prices in USD per 1M tokens; long_context applies to the whole request when its input "
-                 "(cached tokens included) is above above_input_tokens; batch and tiers are whole price sets",
+                 "(cached tokens included) is above above_input_tokens; batch and tiers are whole price sets; "
+                 "output_image, where a set has it, prices the output's image tokens (the rest at output)",
         "sources": [
             {"name": "genai-prices", "version": metadata.version("genai-prices"),
              "url": "https://github.com/pydantic/genai-prices", "licence": "MIT",
@@ -488,6 +525,12 @@ def snapshot(day):
              "rules": [{k: rule[k] for k in ("provider", "factor", "taken", "source")} for rule in discounts],
              "used_for": "batch prices the sources lack: each provider's documented batch discount of its "
                          "standard prices (a row priced so names overrides:batch_discounts in its sources)"},
+            {"name": "overrides:image_output_prices", "file": "scripts/catalog_overrides.json",
+             "rules": [{k: rule[k] for k in ("provider", "models", "output_image", "taken", "source")}
+                       for rule in images],
+             "used_for": "output_image: the price of an image model's image-output tokens, where the vendor "
+                         "bills them apart from text output (a row priced so names overrides:image_output_prices "
+                         "in its sources)"},
         ],
         "providers": provider_info,
     }

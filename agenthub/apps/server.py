@@ -420,15 +420,18 @@ def _without_arguments(event: Any, announced: Any) -> Tuple[Any, Any]:
 def _with_usage_extras(event: Any, asked: Optional[str] = None) -> Any:
     """The items and runs wires (the agenthub client's), for a stop event: its usage_metadata with what the
     upstream reported beside the four buckets, the prompt-cache writes (``stream.Usage.cache_write`` and
-    ``cache_write_1h``) and the service tier that served it (``Usage.service_tier``; where the upstream said
-    none, ``asked``: the tier the call asked for, a row's ``default_config`` ``fast_mode`` the client never
-    sent), under those names, so the client prices the turn as this server does; as it is when there are none
+    ``cache_write_1h``), the image tokens of the output (``Usage.output_image_tokens``) and the service tier
+    that served it (``Usage.service_tier``; where the upstream said none, ``asked``: the tier the call asked
+    for, a row's ``default_config`` ``fast_mode`` the client never sent), under those names, so the client prices the turn as this server does; as it is when there are none
     (and for every other client: the data model's four buckets)."""
     usage = event.get("usage_metadata")
     extra = {name: getattr(usage, name, None) for name in ("cache_write", "cache_write_1h", "service_tier")}
     if extra["service_tier"] is None and isinstance(usage, dict):
         extra["service_tier"] = asked
-    if extra["cache_write"] is None and extra["service_tier"] is None:
+    images = getattr(usage, "output_image_tokens", None)
+    if images is not None:
+        extra["output_image_tokens"] = images
+    elif extra["cache_write"] is None and extra["service_tier"] is None:
         return event
     return dict(event, usage_metadata=dict(usage, **extra))
 

@@ -26,7 +26,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
-from ..stream import CATALOG_TIERS, StreamEnd, item_problem, with_cache_write, with_service_tier
+from ..stream import (CATALOG_TIERS, StreamEnd, item_problem, with_cache_write, with_output_images,
+                      with_service_tier)
 from ..toolcalls import read_arguments
 from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable, too_deep
 from ..types import to_jsonable as _jsonable
@@ -314,8 +315,8 @@ def _checked(item: Any, client: str) -> Any:
 
 def _usage(usage: Any, client: str) -> Any:
     """The stop event's usage_metadata: None, or the four buckets, each a non-negative int or None, carrying the
-    prompt-cache writes and the service tier the server reported beside them (``cache_write``, ``cache_write_1h``,
-    ``service_tier``: ``stream.Usage``)."""
+    prompt-cache writes, the image tokens of the output and the service tier the server reported beside them
+    (``cache_write``, ``cache_write_1h``, ``output_image_tokens``, ``service_tier``: ``stream.Usage``)."""
     if usage is None:
         return None
     if type(usage) is not dict or any(
@@ -324,6 +325,7 @@ def _usage(usage: Any, client: str) -> Any:
     buckets = {key: usage.get(key) for key in USAGE_KEYS}
     if usage.get("cache_write") is not None:
         buckets = with_cache_write(buckets, usage["cache_write"], usage.get("cache_write_1h"))
+    buckets = with_output_images(buckets, usage.get("output_image_tokens"))
     return with_service_tier(buckets, usage.get("service_tier"), CATALOG_TIERS)  # (the server's own tier names)
 
 

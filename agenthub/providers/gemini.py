@@ -68,8 +68,9 @@ Stream
   a blocked prompt (``promptFeedback.blockReason``) raises UpstreamError with the reason as error_type.
 - usage: cached = cachedContentTokenCount, prompt = promptTokenCount - cached +
   toolUsePromptTokenCount, thoughts = thoughtsTokenCount, response =
-  candidatesTokenCount.  Each chunk's ``usageMetadata`` is a snapshot of the turn so far, not
-  fields to merge: the last one that counts tokens is taken whole (a later snapshot without
+  candidatesTokenCount (its image tokens, ``candidatesTokensDetails`` of modality ``IMAGE``,
+  ride along as ``Usage.output_image_tokens``).  Each chunk's ``usageMetadata`` is a snapshot of
+  the turn so far, not fields to merge: the last one that counts tokens is taken whole (a later snapshot without
   ``candidatesTokenCount`` means no visible tokens, not "as before"), so the buckets add up to
   its ``totalTokenCount``.
 """
@@ -84,7 +85,7 @@ from urllib.parse import quote
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..sse import SSEEvent
-from ..stream import StreamEnd
+from ..stream import StreamEnd, usage_count, with_output_images
 from ..toolcalls import ToolCallAssembler
 from ..types import MAX_DEPTH, HttpRequest, PromptCaching, ThinkingLevel
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
@@ -675,14 +676,35 @@ build_request.takes_prior = True  # type: ignore[attr-defined]
 
 
 def map_usage(raw: Any) -> Dict[str, Optional[int]]:
-    """Gemini usageMetadata -> the four exclusive buckets (toolUsePromptTokenCount is billed as input)."""
+    """Gemini usageMetadata -> the four exclusive buckets (toolUsePromptTokenCount is billed as input), carrying
+    the image tokens of the output (``candidatesTokensDetails``, modality ``IMAGE``) as
+    ``Usage.output_image_tokens``: an image model bills them at its image-output price."""
     raw = raw if isinstance(raw, dict) else {}
     cached = to_int(raw.get("cachedContentTokenCount"))
     prompt = to_int(raw.get("promptTokenCount"))
     tool_use = to_int(raw.get("toolUsePromptTokenCount"))
     if prompt is not None or tool_use is not None:
         prompt = (prompt or 0) - (cached or 0) + (tool_use or 0)
-    return usage(cached, prompt, to_int(raw.get("thoughtsTokenCount")), to_int(raw.get("candidatesTokenCount")))
+    buckets = usage(cached, prompt, to_int(raw.get("thoughtsTokenCount")), to_int(raw.get("candidatesTokenCount")))
+    return with_output_images(buckets, modality_tokens(raw.get("candidatesTokensDetails"), "modality", "tokenCount",
+                                                       "IMAGE"))
+
+
+def modality_tokens(details: Any, modality_key: str, count_key: str, modality: str) -> Optional[int]:
+    """The token count a by-modality list gives ``modality`` (upper case; summed over its entries; the wire's
+    case ignored: generateContent says ``IMAGE``, Interactions ``image``); None where it gives none, or an
+    entry's count is not a token count."""
+    if type(details) is not list:
+        return None
+    total = None  # type: Optional[int]
+    for entry in details:
+        said = entry.get(modality_key) if type(entry) is dict else None
+        if isinstance(said, str) and said.upper() == modality:
+            count = usage_count(entry.get(count_key))
+            if count is None:
+                return None
+            total = (total or 0) + count
+    return total
 
 
 #: the most array elements a call's partialArgs may skip in all (each written as ``null``): an index far past

@@ -56,7 +56,8 @@ terminal marker: status and usage), ``error``; then ``[DONE]``.
   dialect leaves it out: ``agenthub.foreign`` knows the mark).
 - usage (``interaction.usage``, else the last ``total_usage``): cached = total_cached_tokens,
   prompt = total_input_tokens - cached + total_tool_use_tokens, thoughts = total_thought_tokens,
-  response = total_output_tokens (as generateContent's buckets).
+  response = total_output_tokens (as generateContent's buckets); the image tokens of
+  ``output_tokens_by_modality`` ride along as ``Usage.output_image_tokens``.
 """
 
 import base64
@@ -69,7 +70,7 @@ from urllib.parse import quote, urlsplit
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..resume import resource_segment
 from ..sse import SSEEvent
-from ..stream import StreamEnd
+from ..stream import StreamEnd, with_output_images
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import gemini
@@ -469,7 +470,8 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[str], bool]:
 
 
 def map_usage(raw: Mapping[str, Any]) -> Dict[str, Optional[int]]:
-    """An Interactions ``Usage`` -> the four buckets (as generateContent's usageMetadata)."""
+    """An Interactions ``Usage`` -> the four buckets (as generateContent's usageMetadata), with the image tokens of
+    the output (``output_tokens_by_modality``, modality ``image``) as ``Usage.output_image_tokens``."""
     cached = to_int(raw.get("total_cached_tokens"))
     prompt = to_int(raw.get("total_input_tokens"))
     tool_use = to_int(raw.get("total_tool_use_tokens"))
@@ -477,7 +479,9 @@ def map_usage(raw: Mapping[str, Any]) -> Dict[str, Optional[int]]:
         prompt = to_int(prompt - (cached or 0)) + (tool_use or 0)  # (more cached than input: no count, as to_int's)
     elif tool_use is not None:
         prompt = tool_use
-    return usage(cached, prompt, to_int(raw.get("total_thought_tokens")), to_int(raw.get("total_output_tokens")))
+    buckets = usage(cached, prompt, to_int(raw.get("total_thought_tokens")), to_int(raw.get("total_output_tokens")))
+    images = gemini.modality_tokens(raw.get("output_tokens_by_modality"), "modality", "tokens", "IMAGE")
+    return with_output_images(buckets, images)
 
 
 def _summary_text(content: Any) -> str:
