@@ -124,7 +124,7 @@ def imports(tree, rel=None, known=()):
 
 
 STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names does not exist
-    "abc", "argparse", "ast", "base64", "binascii", "collections", "contextlib", "copy", "dataclasses", "email",
+    "abc", "argparse", "fractions", "ast", "base64", "binascii", "collections", "contextlib", "copy", "dataclasses", "email",
     "enum", "functools", "glob", "hashlib", "html", "http", "importlib", "io", "ipaddress", "itertools", "json",
     "logging", "math", "mimetypes", "os", "pathlib", "random", "re", "shutil", "socket", "socketserver", "string",
     "struct", "sys", "tempfile", "threading", "time", "traceback", "typing", "urllib", "uuid", "wave", "warnings",
