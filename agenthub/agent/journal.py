@@ -142,6 +142,112 @@ def _storable(run_id: str, texts: List[str]) -> List[str]:
     return kept
 
 
+def _bytes_escaped(value: Any) -> Any:
+    """``value`` as JSON can hold it when it holds bytes (an image or a thought image of a Gemini answer): each
+    bytes as ``{"__bytes__": base64}``, and each dict of that one key it held already (the model's own arguments
+    may spell one) as ``{"__bytes__": [its value]}``, so ``_bytes_read`` gives back exactly what was written."""
+    kind = type(value)
+    if kind is dict or (kind is not str and isinstance(value, Mapping)):
+        if len(value) == 1 and "__bytes__" in value:
+            return {"__bytes__": [_bytes_escaped(value["__bytes__"])]}
+        return {k: _bytes_escaped(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [_bytes_escaped(v) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        import base64
+
+        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
+    return value
+
+
+def _bytes_read(value: Any) -> Any:
+    """``_bytes_escaped`` undone (an entry marked ``"bytes": true``); ValueError for a form it never writes."""
+    if type(value) is dict:
+        if len(value) == 1 and "__bytes__" in value:
+            inner = value["__bytes__"]
+            if type(inner) is str:
+                import base64
+
+                return base64.b64decode(inner.encode("ascii"), validate=True)  # (binascii.Error: a ValueError)
+            if type(inner) is list and len(inner) == 1:
+                return {"__bytes__": _bytes_read(inner[0])}
+            raise ValueError("a __bytes__ value that is neither base64 nor an escaped dict")
+        return {k: _bytes_read(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_bytes_read(v) for v in value]
+    return value
+
+
+def _with_bytes(fields: Dict[str, Any], key: str) -> str:
+    """The entry ``fields`` whose ``key`` holds bytes: that value escaped (``_bytes_escaped``), marked
+    ``"bytes": true`` (only such an entry is read back through ``_bytes_read``)."""
+    fields = dict(fields, **{key: _bytes_escaped(fields[key]), "bytes": True})
+    fields["k"] = fields.pop("k")
+    return _ENCODE(fields)
+
+
+def _int(value: Any, least: int = -1) -> bool:
+    """A turn's number (-1: the calls of a saved state a run began by resuming)."""
+    return type(value) is int and value >= least
+
+
+def _number_or_none(value: Any) -> bool:
+    return value is None or (type(value) in (int, float) and _FINITE[0] < value < _FINITE[1])
+
+
+def _checked_message(message: Any, role: str) -> bool:
+    from ..validate import check_message
+
+    if type(message) is not dict or message.get("role") != role:
+        return False
+    try:
+        check_message(message)
+    except (AgentHubError, TypeError, ValueError, AttributeError, RecursionError):
+        return False
+    return True
+
+
+def entry_read(entry: Dict[str, Any]) -> Dict[str, Any]:
+    """A journal entry after its header as a resume reads it: its bytes back (an entry marked ``"bytes"``), each
+    field a resume reads of its kind's type (a turn's message and a result's item as the data model has them);
+    ValueError (what is wrong) for one that is not: a corrupt entry, never replayed."""
+    kind = entry.get("k")
+    if kind in ("turn", "result") and entry.get("bytes") is not None:
+        key = "message" if kind == "turn" else "item"
+        if entry["bytes"] is not True or key not in entry:
+            raise ValueError("a bytes mark on an entry without its value")
+        try:
+            entry = dict(entry, **{key: _bytes_read(entry[key])})
+        except (ValueError, TypeError, RecursionError):
+            raise ValueError("bytes that do not read back") from None
+    if kind == "turn":
+        if not (_int(entry.get("turn"), 0) and _checked_message(entry.get("message"), "assistant")
+                and _number_or_none(entry.get("cost")) and (entry.get("route") is None
+                                                             or type(entry.get("route")) is dict)):
+            raise ValueError("a turn without its number, an assistant message, a cost or a route")
+    elif kind == "call":
+        if not (_int(entry.get("turn")) and type(entry.get("id")) is str and type(entry.get("name")) is str
+                and type(entry.get("digest")) is str and type(entry.get("arguments", {})) is dict):
+            raise ValueError("a call without its turn, id, name or digest")
+    elif kind == "result":
+        item = entry.get("item")
+        if not (_int(entry.get("turn")) and type(entry.get("id")) is str and type(item) is dict
+                and _checked_message({"role": "user", "content_items": [item]}, "user")
+                and _number_or_none(entry.get("seconds")) and type(entry.get("unsettled", False)) is bool):
+            raise ValueError("a result without its turn, id, item or time")
+    elif kind in ("request", "attach", "detach"):
+        if not _int(entry.get("turn")) or (kind == "attach" and type(entry.get("id")) is not str):
+            raise ValueError("a request without its turn")
+    elif kind == "done":
+        pending = entry.get("pending")
+        if not ((entry.get("stop") is None or type(entry.get("stop")) is str) and type(pending) is list
+                and all(type(i) is str for i in pending)):
+            raise ValueError("an end without its stop or pending ids")
+    else:
+        raise ValueError("an entry of a kind this agenthub does not write ({!r})".format(kind))
+    return entry
+
+
 class _Text(str):
     """JSON text written already (a route ``_turn_text`` takes as it is)."""
 
@@ -150,12 +256,16 @@ def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Any) -> str
     """The ``turn`` entry: ``_ENCODE({"turn", "message", "cost", "route", "k": "turn"})``, the same text, the
     fields around the message written as they always are (``route``: a dict, or its ``_Text``)."""
     cost_text = _number(cost)
-    if type(turn) is not int or cost_text is None:
-        if type(route) is _Text:
-            route = json.loads(route)
-        return _ENCODE({"turn": turn, "message": message, "cost": cost, "route": route, "k": "turn"})
-    return '{"turn":%d,"message":%s,"cost":%s,"route":%s,"k":"turn"}' % (
-        turn, _ENCODE(message), cost_text, route if type(route) is _Text else _ENCODE(route))
+    try:
+        if type(turn) is not int or cost_text is None:
+            if type(route) is _Text:
+                route = json.loads(route)
+            return _ENCODE({"turn": turn, "message": message, "cost": cost, "route": route, "k": "turn"})
+        return '{"turn":%d,"message":%s,"cost":%s,"route":%s,"k":"turn"}' % (
+            turn, _ENCODE(message), cost_text, route if type(route) is _Text else _ENCODE(route))
+    except TypeError:  # (bytes in the answer: an image, a thought image)
+        return _with_bytes({"turn": turn, "message": message, "cost": cost,
+                            "route": json.loads(route) if type(route) is _Text else route, "k": "turn"}, "message")
 
 
 #: the keys of a tool's text result, in the order a run makes it (``_result_text`` writes it around its values)
@@ -165,6 +275,13 @@ _TEXT_RESULT = ["type", "tool_call_id", "text"]
 def _result_text(turn: int, call_id: str, item: Dict[str, Any], seconds: float) -> str:
     """The ``result`` entry: ``_ENCODE({"turn", "id", "item", "seconds", "k": "result"})``, the same text (a text
     result, ``{"type": "tool_result", "tool_call_id", "text"}`` of strings in this order, written around them)."""
+    try:
+        return _result_text_of(turn, call_id, item, seconds)
+    except TypeError:  # (bytes in the item)
+        return _with_bytes({"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"}, "item")
+
+
+def _result_text_of(turn: int, call_id: str, item: Dict[str, Any], seconds: float) -> str:
     seconds_text = _number(seconds)
     if type(turn) is not int or type(call_id) is not str or seconds_text is None or seconds is None:
         return _ENCODE({"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"})
@@ -446,13 +563,18 @@ class Journal(object):
             for n, text in enumerate(raw):
                 try:
                     entry = json.loads(text)
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, RecursionError):
                     entry = None
                 if n == 0 and isinstance(entry, dict) and entry.get("k") == "header" and entry.get("format") != FORMAT:
                     raise JournalError("the journal of run {!r} was written in format {!r} (agenthub {}); this "
                                        "agenthub reads format {}: refusing it".format(
                                            self.run_id, entry.get("format"), entry.get("agenthub"), FORMAT),
                                        run_id=self.run_id, reason="format")
+                if n and isinstance(entry, dict):
+                    try:
+                        entry = entry_read(entry)
+                    except ValueError:
+                        entry = None
                 if not isinstance(entry, dict) or not isinstance(entry.get("k"), str):
                     raise JournalError("the journal of run {!r}: entry {} is corrupt: refusing to replay it".format(
                         self.run_id, n), run_id=self.run_id, reason="corrupt")
@@ -822,8 +944,12 @@ class RunJournal(object):
         kept = dict(item)
         self.replay.results[key] = {"item": kept}
         if unsettled:
-            text = _ENCODE({"turn": turn, "id": call_id, "item": kept, "seconds": round(seconds, 6),
-                            "unsettled": True, "k": "result"})
+            fields = {"turn": turn, "id": call_id, "item": kept, "seconds": round(seconds, 6), "unsettled": True,
+                      "k": "result"}
+            try:
+                text = _ENCODE(fields)
+            except TypeError:
+                text = _with_bytes(fields, "item")
         else:
             text = _result_text(turn, call_id, kept, round(seconds, 6))
         self.journal.keep(text)

@@ -73,6 +73,8 @@ def _age(seconds: float) -> str:
 
 
 def _entries(store: Any, run_id: str) -> List[Dict[str, Any]]:
+    from ..agent.journal import entry_read
+
     raw = store.journal_entries(run_id)
     if not raw:
         raise ConfigError("no journal for run {!r} in this store (never written, forgotten, or expired: "
@@ -83,6 +85,11 @@ def _entries(store: Any, run_id: str) -> List[Dict[str, Any]]:
             entry = json.loads(text)
         except (TypeError, ValueError, RecursionError):
             entry = None
+        if n and isinstance(entry, dict):
+            try:
+                entry_read(entry)  # (of the shape a resume reads: else a resume refuses it, shown so here)
+            except ValueError:
+                entry = None
         entries.append(entry if isinstance(entry, dict) else {"k": "corrupt", "n": n})
     return entries
 

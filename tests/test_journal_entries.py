@@ -1,0 +1,142 @@
+"""What a journal entry may hold and what a resume takes from one (issue 39): a turn whose answer holds bytes (a
+Gemini image, a thought image) is journaled and replayed as the same bytes, a dict of the model's that looks like
+the bytes' JSON form stays a dict; an entry that is JSON of the wrong shape (a field missing or of another type, a
+turn message the data model refuses, a kind no agenthub writes) is refused with JournalError ``"corrupt"`` before
+anything is replayed or sent (it raised KeyError / TypeError / ValueError, or was replayed as the run's answer),
+and ``agenthub runs show`` shows it as corrupt instead of a traceback."""
+
+import base64
+import io
+import json
+
+import pytest
+
+from agent_streams import _sse, gemini_text
+from sse_server import Answer, SSEServer
+
+from agenthub import AutoLLMClient, check_stream, tool
+from agenthub.agent import JournalError
+from agenthub.stores import MemoryStore, open_store
+
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Draw Rome, then look it up."}]}
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe"
+THOUGHT = b"\x00\x01\x02 a thought image"
+#: the model's own arguments that look like the bytes' JSON form: a dict, not bytes, on replay too
+LOOKALIKE = {"__bytes__": "QUJD"}
+
+ran = []
+
+
+@tool
+def look_up(city: str, note: dict) -> str:
+    """Look a city up."""
+    ran.append((city, note))
+    return city + ": open"
+
+
+def image_turn():
+    parts = [{"inlineData": {"mimeType": "image/png", "data": base64.b64encode(PNG).decode()}},
+             {"inlineData": {"mimeType": "image/png", "data": base64.b64encode(THOUGHT).decode()}, "thought": True},
+             {"functionCall": {"id": "c1", "name": "look_up", "args": {"city": "Rome", "note": LOOKALIKE}}}]
+    chunk = {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0, "finishReason": "STOP"}],
+             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5}}
+    return _sse([chunk])
+
+
+def gemini_client(server):
+    return AutoLLMClient("gemini-2.5-flash", api_key="k-entries", base_url=server.url, client_type="gemini",
+                         max_retries=0)
+
+
+def plain(messages):
+    return [{k: v for k, v in m.items() if k != "created_at"} for m in messages]
+
+
+def test_a_turn_holding_bytes_is_journaled_and_replayed_as_the_same_bytes(store_url):
+    ran.clear()
+    with SSEServer() as server:
+        server.answers += [Answer([image_turn()]), Answer([gemini_text("Rome is open.")])]
+        first = gemini_client(server).run([USER], tools=[look_up], journal=store_url, run_id="draw-1").result()
+        assert (first.stop, first.turns, len(server.requests), ran) == ("done", 2, 2, [("Rome", LOOKALIKE)])
+        items = first.messages[0]["content_items"]
+        assert [(i["type"], i.get("data")) for i in items[:2]] == [("inline_data", PNG), ("inline_thinking", THOUGHT)]
+        # the finished run again: its result at once, from the journal, the same bytes and the same dict
+        events = []
+        run = gemini_client(server).run([USER], tools=[look_up], journal=store_url, run_id="draw-1")
+        events.extend(run)
+        again = run.result()
+    assert len(server.requests) == 2 and ran == [("Rome", LOOKALIKE)]  # nothing sent, nothing run again
+    assert (again.stop, again.turns, again.replayed_turns, again.replayed_results) == ("done", 2, 2, 1)
+    assert plain(again.messages) == plain(first.messages)
+    replayed = again.messages[0]["content_items"]
+    assert type(replayed[0]["data"]) is bytes and replayed[0]["data"] == PNG and replayed[1]["data"] == THOUGHT
+    assert replayed[2]["arguments"] == {"city": "Rome", "note": LOOKALIKE}
+    turn = [e for e in events if e["role"] == "assistant"]
+    assert all(e.get("replayed") is True for e in turn)
+    first_turn = turn[:turn.index(next(e for e in turn if e["event_type"] == "stop")) + 1]
+    check_stream(first_turn)
+    assert [i.get("data") for e in first_turn for i in e["content_items"] if i["type"].startswith("inline")] == \
+        [PNG, THOUGHT]
+
+
+def _journal_with(store, second):
+    """A finished run's journal (its header from a real run) with ``second`` as the entry after the header."""
+    with SSEServer() as server:
+        server.answers += [Answer([gemini_text("Rome is open.")])]
+        gemini_client(server).run([USER], tools=[look_up], journal=store, run_id="r-1").result()
+    header = store.journal_entries("r-1")[0]
+    store.journal_forget("r-1")
+    store.journal_claim("r-1", "writer", 30.0)
+    store.journal_append_many("r-1", "writer", 0, [header, json.dumps(second)])
+    store.journal_release("r-1", "writer")
+
+
+ANSWER = {"role": "assistant", "content_items": [{"type": "text", "text": "Rome is open."}], "finish_reason": "stop"}
+CORRUPT = [
+    {"k": "call"},  # KeyError 'turn'
+    {"k": "result", "turn": 0},  # KeyError 'id'
+    {"k": "call", "turn": [], "id": "c1", "name": "look_up", "digest": "d"},  # TypeError: unhashable
+    {"k": "turn"},  # KeyError 'message'
+    {"k": "turn", "turn": 0, "message": "x", "cost": None, "route": {}},  # ValueError from dict()
+    {"k": "turn", "turn": 0, "cost": None, "route": {},
+     "message": {"role": "assistant", "content_items": [{"type": "tool_call"}]}},  # KeyError 'name'
+    {"k": "turn", "turn": 0, "cost": None, "route": {},
+     "message": {"role": "assistant", "content_items": [{"type": "text", "text": 3}]}},  # replayed as the answer
+    {"k": "turn", "turn": 0, "cost": "1.5", "route": {}, "message": ANSWER},  # TypeError in the run's cost
+    {"k": "turn", "turn": 0, "cost": None, "route": {}, "bytes": True,
+     "message": dict(ANSWER, content_items=[{"type": "inline_data", "mime_type": "image/png",
+                                             "data": {"__bytes__": "not base64!"}}])},
+    {"k": "result", "turn": 0, "id": "c1", "item": "paid", "seconds": 0.1},
+    {"k": "done", "stop": "done", "pending": [["c1"]]},
+    {"k": "started", "turn": 0},  # no agenthub writes it
+]
+
+
+@pytest.mark.parametrize("entry", CORRUPT, ids=[str(n) for n in range(len(CORRUPT))])
+def test_an_entry_of_the_wrong_shape_is_refused_as_corrupt_before_anything_is_sent(entry):
+    store = MemoryStore()
+    _journal_with(store, entry)
+    with SSEServer() as server:
+        with pytest.raises(JournalError) as caught:
+            gemini_client(server).run([USER], tools=[look_up], journal=store, run_id="r-1").result()
+        assert server.requests == []
+    assert caught.value.reason == "corrupt" and caught.value.run_id == "r-1"
+    assert "entry 1 is corrupt" in str(caught.value)
+    assert store.journal_claim("r-1", "next", 30.0) is None  # the claim was let go
+
+
+@pytest.mark.parametrize("entry", CORRUPT, ids=[str(n) for n in range(len(CORRUPT))])
+def test_runs_show_says_an_entry_of_the_wrong_shape_is_corrupt(entry, tmp_path):
+    import argparse
+
+    from agenthub.apps import runs_cli
+
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    store = open_store(journal)
+    try:
+        _journal_with(store, entry)
+    finally:
+        store.close()
+    out = io.StringIO()
+    assert runs_cli.run(argparse.Namespace(runs_command="show", journal=journal, run_id="r-1", json=False), out) == 0
+    assert "entry 1: corrupt (a resume refuses this journal: JournalError)" in out.getvalue()
