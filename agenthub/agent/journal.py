@@ -513,6 +513,9 @@ class Journal(object):
         self._kept = []  # type: List[str]  # entries added, stored with the next write
         self._lock = threading.Lock()
         self._lost = None  # type: Optional[BaseException]
+        #: when (monotonic, taken before the store call) the store last said this worker holds the lease: it holds
+        #: at least ``lease`` seconds from then; past that another worker may have taken the run over
+        self._held = 0.0
         self._open = False
         self._append_many = getattr(self.store, "journal_append_many", None)  # (one store call a write)
 
@@ -524,6 +527,7 @@ class Journal(object):
         opens = getattr(self.store, "journal_open", None)
         while True:
             raw = None  # type: Optional[List[str]]
+            self._held = time.monotonic()
             if opens is not None:
                 left, raw = opens(self.run_id, self.owner, self.lease, self.ttl)
             else:
@@ -539,15 +543,41 @@ class Journal(object):
                     run_id=self.run_id, reason="locked", retry_after=round(left, 3))
             time.sleep(max(0.05, min(left, 0.5, max(0.0, deadline - time.monotonic()))))
 
-    def renew(self) -> None:
+    def renew(self, strict: bool = False) -> None:
+        """The lease renewed (the lease thread's call).  One that may have lapsed since it was last renewed is taken
+        again only when nobody wrote in the run since (another worker that took it over and ended it let it go:
+        taking it again would let this one send what that one sent): else ``_lost``.  ``strict``: a store out
+        of reach raises (else the next round tries again)."""
         if not self._open:  # (closed since the lease thread picked it: its lease is let go, not taken again)
             return
+        asked = time.monotonic()
+        lapsed = asked >= self._held + self.lease
         try:
             left = self.store.journal_claim(self.run_id, self.owner, self.lease, self.ttl)
+            if left is None and lapsed:
+                with self._lock:  # (not while this worker's own write is under way: its number is then moved on)
+                    known = self._next
+                    written = self.store.journal_entries(self.run_id, max(0, known - 1))
+                if len(written) != (1 if known else 0):
+                    left = 0.0
         except AgentHubError:  # the store is away for now: the next round tries again (a lapsed lease
-            return  # shows at the next write: the fence refuses it)
+            if strict:  # shows at the next write: the fence refuses it)
+                raise
+            return
         if left is not None:
             self._lost = StoreError("the journal of run {!r}: another worker took the run over".format(self.run_id))
+        else:
+            self._held = max(self._held, asked)
+
+    def held(self) -> None:
+        """Before a model request: StoreError when another worker took the run over.  The lease thread renews the
+        lease every third of it; when it is late by more than that (the process stood still: a paused machine, the
+        store out of reach), the lease is renewed here first, and one that lapsed and was taken over since (even
+        if that worker ended the run and let it go) raises instead of a request sent twice."""
+        if self._lost is None and time.monotonic() >= self._held + self.lease * 2.0 / 3.0:
+            self.renew(strict=True)
+        if self._lost is not None:
+            raise self._lost
 
     def open(self, print_: str, start: Optional[List[Any]] = None,
              same: Optional[Callable[[Mapping[str, Any], List[Dict[str, Any]]], bool]] = None) -> List[Dict[str, Any]]:
@@ -885,8 +915,7 @@ class RunJournal(object):
         write (the turn's answer, a background response's id, a start, the end), and a crash before it runs
         them again (at least once).  A request in flight needs no entry: a resume sends it again; the header
         waits for the turn.  StoreError when the lease thread found the run taken over by another worker."""
-        if self.journal._lost is not None:  # (another worker took the run over: it sends this request, not this one)
-            raise self.journal._lost
+        self.journal.held()  # (another worker took the run over: it sends this request, not this one)
         if self._kept_seconds >= QUICK:
             self.journal.flush()
         self._kept_seconds = 0.0  # (those kept now are stored with the turn's answer, before any result comes)
