@@ -4,6 +4,7 @@ Memory and SQLite here; the lease is fenced (a worker that lost the run can no l
 are numbered with no gap, a run expires ttl after its last write, and a killed owner's lease lapses so
 another process takes the run over (a real process, killed with SIGKILL)."""
 
+import contextlib
 import json
 import os
 import signal
@@ -91,6 +92,38 @@ def test_a_run_expires_ttl_after_its_last_write_and_forget_drops_it(store_and_cl
     assert store.journal_forget("run-2") is True
     assert store.journal_forget("run-2") is False
     assert store.journal_runs() == []
+
+
+def _rows_of(store, run_id):
+    """What the store holds of ``run_id`` (read raw, past what its methods show): SQLite's rows in both tables,
+    the memory store's row."""
+    if isinstance(store, MemoryStore):
+        return [key for key in store._rows if key == ("journal", run_id)]
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(store.path)) as conn:
+        return [row for table in ("agenthub_journal_runs", "agenthub_journal")
+                for row in conn.execute("SELECT run_id FROM " + table + " WHERE run_id = ?", (run_id,))]
+
+
+def test_an_expired_journal_leaves_nothing_behind_once_another_run_starts_and_forget_nothing(store_and_clock):
+    """A journal past its ttl was only hidden: its entries (a conversation) stayed in the file, or in the process,
+    for ever unless its own run_id was used again; a run forgotten or released left an empty memory row."""
+    store, clock = store_and_clock
+    store.journal_claim("old", "w1", lease=30, ttl=100)
+    store.journal_append_many("old", "w1", 0, ["secret words", "more"], ttl=100)
+    store.journal_release("old", "w1")
+    store.journal_claim("kept", "w1", lease=30)
+    store.journal_append("kept", "w1", 0, "kept words")
+    store.journal_release("kept", "w1")
+    clock.now += 101
+    assert _rows_of(store, "old") != []  # (past its ttl, not swept yet)
+    assert store.journal_claim("new", "w2", lease=30, ttl=100) is None  # a run starts: what expired goes
+    assert _rows_of(store, "old") == []
+    assert store.journal_entries("kept") == ["kept words"]  # (no ttl: kept)
+    assert store.journal_forget("kept") is True and _rows_of(store, "kept") == []
+    store.journal_release("never", "w1")
+    assert store.journal_forget("never") is False and _rows_of(store, "never") == []
 
 
 CHILD = r"""

@@ -313,6 +313,10 @@ class SQLiteStore(JournalRows, StateStore):
     def _claim(conn: sqlite3.Connection, row: Optional[Tuple[Any, ...]], run_id: str, owner: str, lease: float,
                ttl: Optional[float], now: float) -> Optional[float]:
         if row is None:
+            # a run starts: the journals past their ttl go (unread, they would stay in the file for ever)
+            conn.execute("DELETE FROM agenthub_journal WHERE run_id IN (SELECT run_id FROM agenthub_journal_runs "
+                         "WHERE expires IS NOT NULL AND expires <= ?)", (now,))
+            conn.execute("DELETE FROM agenthub_journal_runs WHERE expires IS NOT NULL AND expires <= ?", (now,))
             conn.execute("INSERT INTO agenthub_journal_runs (run_id, owner, until, updated, expires, entries) "
                          "VALUES (?, ?, ?, ?, ?, 0)", (run_id, owner, now + lease, now, None if ttl is None else now + ttl))
             return None
