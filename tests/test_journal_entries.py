@@ -140,3 +140,28 @@ def test_runs_show_says_an_entry_of_the_wrong_shape_is_corrupt(entry, tmp_path):
     out = io.StringIO()
     assert runs_cli.run(argparse.Namespace(runs_command="show", journal=journal, run_id="r-1", json=False), out) == 0
     assert "entry 1: corrupt (a resume refuses this journal: JournalError)" in out.getvalue()
+
+
+def test_a_resume_with_a_renewed_mcp_server_token_is_the_same_run():
+    """``config["mcp_servers"][i]["headers"]`` are credentials (a bearer token, often minted anew by each process
+    or refreshed within the hour), as ``extra_headers`` are: they do not make another run.  The journal refused
+    the resume of a run whose token was renewed as belonging to another run; another server URL still is one."""
+    from agent_streams import responses_text
+
+    store = MemoryStore()
+
+    def config(token, url="https://mcp.example.com/mcp"):
+        return {"mcp_servers": [{"url": url, "name": "docs", "headers": {"Authorization": "Bearer " + token}}]}
+
+    with SSEServer() as server:
+        server.answers.append(Answer([responses_text("Done.")]))
+        client = AutoLLMClient("gpt-5.5", api_key="k-entries", base_url=server.url + "/v1",
+                               client_type="openai-responses", max_retries=0)
+        first = client.run([USER], tools=[look_up], config=config("token-one"), journal=store, run_id="mcp-1").result()
+        again = client.run([USER], tools=[look_up], config=config("token-two"), journal=store, run_id="mcp-1").result()
+        assert (first.stop, again.stop, again.replayed_turns, len(server.requests)) == ("done", "done", 1, 1)
+        with pytest.raises(JournalError) as caught:
+            client.run([USER], tools=[look_up], config=config("token-two", "https://other.example.com/mcp"), journal=store,
+                       run_id="mcp-1")
+        assert caught.value.reason == "mismatch" and len(server.requests) == 1
+    assert "token-" not in "".join(store.journal_entries("mcp-1"))

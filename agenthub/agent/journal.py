@@ -60,7 +60,8 @@ FORMAT = 1
 #: the tool time (seconds, together) under which the results of idempotent calls wait past the next model request
 #: for the next store write (a crash during that request runs them again: at least once); others are stored first
 QUICK = 0.05
-#: the config keys that never reach the fingerprint (secrets, or what does not change the run)
+#: the config keys that never reach the fingerprint (secrets, or what does not change the run; an MCP server's
+#: ``headers`` in ``mcp_servers`` neither)
 _UNFINGERPRINTED = ("extra_headers", "trace_id")
 
 
@@ -317,6 +318,10 @@ def _canonical(value: Any) -> str:
 def fingerprint(model: str, messages: Sequence[Any], tools: Sequence[Any], config: Mapping[str, Any]) -> str:
     """The digest a journal's header holds: the run is "the same run" when this is equal."""
     kept = {k: v for k, v in config.items() if k not in _UNFINGERPRINTED and k != "tools"}
+    servers = kept.get("mcp_servers")
+    if isinstance(servers, (list, tuple)):  # (their headers are credentials, renewed as extra_headers are)
+        kept["mcp_servers"] = [{k: v for k, v in server.items() if k != "headers"} if isinstance(server, Mapping)
+                               else server for server in servers]
     return hashlib.sha256(_canonical([FORMAT, model, list(messages), list(tools), kept]).encode()).hexdigest()
 
 
