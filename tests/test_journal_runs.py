@@ -21,7 +21,7 @@ from sse_server import Answer, SSEServer
 
 from agenthub import AutoLLMClient, ConfigError, tool
 from agenthub.agent import JournalError, RunLockedError, current_call
-from agenthub.stores import MemoryStore, StoreError
+from agenthub.stores import MemoryStore, StoreError, open_store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -221,8 +221,14 @@ def test_a_finished_run_gives_its_result_again_at_once(tmp_path):
         server.answers += [Answer([answer]) for answer in SCRIPT]
         client = client_for(server)
         first = client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result()
+        store = open_store(journal)
+        written = store.journal_entries("trip-1")
         events = list(client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1"))
         again = client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result()
+        # asked for again, the journal is read, not written: no more entries (one 'done' a time before)
+        assert store.journal_entries("trip-1") == written
+        store.close()
+        assert client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result().stop == "done"  # (let go)
     assert len(server.requests) == 3 and [r[0] for r in ran] == ["look_up", "pay"]
     assert (again.stop, again.turns, plain(again.messages), again.usage_metadata) == (
         first.stop, first.turns, plain(first.messages), first.usage_metadata)

@@ -822,6 +822,7 @@ class RunJournal(object):
         self.journal = Journal(store, run_id, ttl=ttl, wait=wait)
         self.run_id = run_id
         self.replay = Replay(self.journal.open(print_, start, same))
+        self._opened = self.journal._next  # (the entries it had: a run given again whole writes none)
         #: what the run took from the journal instead of doing it again: turns and tool results
         self.replayed_turns = 0
         self.replayed_results = 0
@@ -1029,8 +1030,17 @@ class RunJournal(object):
             self.replay.in_flight.pop("attached", None)
 
     def done(self, stop: Optional[str], pending: Sequence[Mapping[str, Any]]) -> None:
-        """The run ended: its ``done`` entry (with what was kept) stored and the run released, in one write."""
-        self.journal.finish("done", stop=stop, pending=[c.get("tool_call_id") for c in pending])
+        """The run ended: its ``done`` entry (with what was kept) stored and the run released, in one write; a run
+        that ended before as it ends now, given again from its journal alone, is only released (the journal does
+        not grow by an entry each time its result is asked for again)."""
+        ids = [c.get("tool_call_id") for c in pending]
+        ended = self.replay.done
+        with self.journal._lock:
+            unchanged = not self.journal._kept and self.journal._next == self._opened
+        if unchanged and ended is not None and ended.get("stop") == stop and ended.get("pending") == ids:
+            self.journal.close()
+            return
+        self.journal.finish("done", stop=stop, pending=ids)
 
     def close(self) -> None:
         self.journal.close()
