@@ -751,6 +751,8 @@ class Replay(object):
         #: the run's last stop, when it stopped for approval and went no further: (the turn whose calls wait,
         #: their ids)
         self.awaiting = None  # type: Optional[Tuple[int, List[str]]]
+        #: the last entry (None: none after the header)
+        self.last = dict(entries[-1]) if entries else None  # type: Optional[Dict[str, Any]]
         for number, entry in enumerate(entries):
             kind = entry["k"]
             if kind in ("turn", "call", "result"):
@@ -1034,10 +1036,11 @@ class RunJournal(object):
         that ended before as it ends now, given again from its journal alone, is only released (the journal does
         not grow by an entry each time its result is asked for again)."""
         ids = [c.get("tool_call_id") for c in pending]
-        ended = self.replay.done
+        ended = self.replay.last  # (the journal's last entry: where a stop for approval handed its calls back)
         with self.journal._lock:
             unchanged = not self.journal._kept and self.journal._next == self._opened
-        if unchanged and ended is not None and ended.get("stop") == stop and ended.get("pending") == ids:
+        if unchanged and ended is not None and ended.get("k") == "done" and ended.get("stop") == stop \
+                and ended.get("pending") == ids:
             self.journal.close()
             return
         self.journal.finish("done", stop=stop, pending=ids)
