@@ -94,6 +94,25 @@ def test_a_run_expires_ttl_after_its_last_write_and_forget_drops_it(store_and_cl
     assert store.journal_runs() == []
 
 
+def test_a_run_whose_owner_renews_its_lease_does_not_expire_under_it(store_and_clock):
+    """``ttl`` counts from the run's last write, and from each renewal of its lease while a worker holds it: a live
+    run quiet for longer than its ttl (a long tool, a slow model) lost its journal under it (deleted as expired
+    at its next renewal; its next write refused) and ended in StoreError."""
+    store, clock = store_and_clock
+    assert store.journal_claim("run-1", "w1", lease=30, ttl=100) is None
+    store.journal_append("run-1", "w1", 0, "header", ttl=100)
+    for _ in range(6):  # 60 s of a tool, its lease renewed every 10 s: 60 s past the write, 10 past a renewal
+        clock.now += 10
+        assert store.journal_claim("run-1", "w1", lease=30, ttl=100) is None
+    clock.now += 50  # (110 s since its write)
+    assert store.journal_claim("run-1", "w1", lease=30, ttl=100) is None
+    store.journal_append("run-1", "w1", 1, "turn", ttl=100)
+    assert store.journal_entries("run-1") == ["header", "turn"]
+    store.journal_release("run-1", "w1")
+    clock.now += 101  # let go, untouched past its ttl: gone
+    assert store.journal_entries("run-1") == []
+
+
 def _rows_of(store, run_id):
     """What the store holds of ``run_id`` (read raw, past what its methods show): SQLite's rows in both tables,
     the memory store's row."""
@@ -198,6 +217,14 @@ def test_redis_keeps_journals_as_the_python_stores_do():
             assert [r["run_id"] for r in store.journal_runs()] == ["run-1"]
             assert store.journal_forget("run-1") is True
             assert store.journal_forget("run-1") is False and store.journal_runs() == []
+            # a run whose owner renews its lease does not expire under it (ttl: from its last write or renewal)
+            assert store.journal_claim("run-3", "w1", lease=30, ttl=1.0) is None
+            store.journal_append("run-3", "w1", 0, "header", ttl=1.0)
+            for _ in range(3):
+                time.sleep(0.5)
+                assert store.journal_claim("run-3", "w1", lease=30, ttl=1.0) is None
+            store.journal_append("run-3", "w1", 1, "turn", ttl=1.0)  # (1.5 s after its write)
+            assert store.journal_entries("run-3") == ["header", "turn"]
         finally:
             store.close()
 

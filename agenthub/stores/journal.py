@@ -52,6 +52,8 @@ def claim_step(row: Dict[str, Any], now: float, owner: str, lease: float,
     row["until"] = now + lease
     if ttl is not None and not row["entries"]:
         row["expires"] = now + ttl
+    elif ttl is not None and row.get("expires") is not None:  # (taken or renewed: ttl from now at least)
+        row["expires"] = max(row["expires"], now + ttl)
     return row, None
 
 

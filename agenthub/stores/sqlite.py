@@ -322,7 +322,12 @@ class SQLiteStore(JournalRows, StateStore):
             return None
         if row[0] is not None and row[0] != owner and row[1] > now:
             return float(row[1] - now)
-        conn.execute("UPDATE agenthub_journal_runs SET owner = ?, until = ? WHERE run_id = ?", (owner, now + lease, run_id))
+        if ttl is None or row[3] is None:
+            conn.execute("UPDATE agenthub_journal_runs SET owner = ?, until = ? WHERE run_id = ?",
+                         (owner, now + lease, run_id))
+        else:  # (taken or renewed: it lives ttl from now at least; its ttl counts from its last write or renewal)
+            conn.execute("UPDATE agenthub_journal_runs SET owner = ?, until = ?, expires = MAX(expires, ?) "
+                         "WHERE run_id = ?", (owner, now + lease, now + ttl, run_id))
         return None
 
     def journal_claim(self, run_id: str, owner: str, lease: float = JOURNAL_LEASE,
