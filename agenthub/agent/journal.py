@@ -8,7 +8,8 @@
   messages, the tool schemas, the model and the config; no value of it is kept); a stateful run's ``start``
   too: the length of the client's history then and whether a message came (where the run began in it);
 - ``turn``: the turn as the run keeps it: the assistant message (fidelity kept), usage, cost, the route
-  that answered; stored when its stream completes, before the run goes on;
+  that answered; stored when its stream completes, before the run goes on (an answer holding bytes, an image:
+  marked ``"bytes": true``, each bytes written as ``{"__bytes__": base64}``, ``_bytes_escaped``);
 - ``call``: a call of an ``@tool(idempotent=False)`` tool is starting (its id, name, the digest of the
   arguments it runs with, and those arguments when a decision changed them: a resume shows the call with
   them and a ``True`` runs them), stored before it starts; ``result``: a
