@@ -165,3 +165,15 @@ def test_a_resume_with_a_renewed_mcp_server_token_is_the_same_run():
                        run_id="mcp-1")
         assert caught.value.reason == "mismatch" and len(server.requests) == 1
     assert "token-" not in "".join(store.journal_entries("mcp-1"))
+
+
+def test_a_run_id_ending_in_entries_is_refused_before_anything_is_sent():
+    """On Redis a run's entries are kept under ``<run_id>:entries``: a run_id ending so named another run's entries
+    (forgetting it removed them, its writes failed with WRONGTYPE).  Refused on every store, one rule."""
+    from agenthub import ConfigError
+
+    with SSEServer() as server:
+        with pytest.raises(ConfigError, match="run_id must be 1 to 200 printable characters, not ending in "
+                                              "':entries' .got 'ticket-1:entries'."):
+            gemini_client(server).run([USER], tools=[look_up], journal=MemoryStore(), run_id="ticket-1:entries")
+        assert server.requests == []

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from agenthub import ConfigError
 from agenthub.stores import MemoryStore, StoreError
 from agenthub.stores.sqlite import SQLiteStore
 
@@ -224,6 +225,15 @@ def test_redis_keeps_journals_as_the_python_stores_do():
                 time.sleep(0.5)
                 assert store.journal_claim("run-3", "w1", lease=30, ttl=1.0) is None
             store.journal_append("run-3", "w1", 1, "turn", ttl=1.0)  # (1.5 s after its write)
+            assert store.journal_entries("run-3") == ["header", "turn"]
+            # a run_id ending in ':entries' would name run-3's entries: refused, never read, written or forgotten
+            for call in (lambda: store.journal_forget("run-3:entries"), lambda: store.journal_entries("run-3:entries"),
+                         lambda: store.journal_claim("run-3:entries", "w2", lease=30),
+                         lambda: store.journal_open("run-3:entries", "w2", lease=30),
+                         lambda: store.journal_append("run-3:entries", "w2", 0, "x"),
+                         lambda: store.journal_release("run-3:entries", "w2")):
+                with pytest.raises(ConfigError, match="a run_id ending in ':entries' names another run's entries"):
+                    call()
             assert store.journal_entries("run-3") == ["header", "turn"]
         finally:
             store.close()

@@ -497,8 +497,9 @@ class Journal(object):
 
     def __init__(self, store: Any, run_id: str, *, ttl: Optional[float] = None, lease: Optional[float] = None,
                  wait: Optional[float] = None) -> None:
-        if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
-            raise ConfigError("run_id must be 1 to 200 printable characters (got {!r})".format(
+        if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable() \
+                or run_id.endswith(":entries"):  # (on Redis, the key of the entries of the run its start names)
+            raise ConfigError("run_id must be 1 to 200 printable characters, not ending in ':entries' (got {!r})".format(
                 run_id if not isinstance(run_id, str) else run_id[:60]))
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0):
             raise ConfigError("journal ttl must be a number of seconds > 0 (or None: kept until forgotten)")

@@ -474,7 +474,13 @@ class RedisStore(Store):
         self._call(self._client.delete, PREFIX + "cache:" + key)
 
     # -- the journal (durable runs): a hash (lease, count, last write) and a list of entries per run -----------
-    def _journal_keys(self, run_id: str) -> List[str]:
+    def _journal_keys(self, run_id: str, listed: bool = False) -> List[str]:
+        """The run's keys: its hash and its list of entries (``<run_id>:entries``).  A run_id ending in
+        ``:entries`` is refused (ConfigError; ``listed``: a run_id the index names, read as it is): its hash would be
+        the entries of the run whose id it ends (its forget removed them, its writes failed with WRONGTYPE)."""
+        if run_id.endswith(":entries") and not listed:
+            raise ConfigError("run_id {!r}: a run_id ending in ':entries' names another run's entries on Redis: "
+                              "choose another".format(run_id[:60]))
         return [PREFIX + "journal:" + run_id, PREFIX + "journal:" + run_id + ":entries"]
 
     def journal_claim(self, run_id: str, owner: str, lease: float = 30.0, ttl: Optional[float] = None) -> Optional[float]:
@@ -537,7 +543,8 @@ class RedisStore(Store):
         out = []
         for member in self._read(self._client.zrange, PREFIX + "journals", 0, -1) or ():
             run_id = member.decode("utf-8") if isinstance(member, bytes) else member
-            meta = self._read(self._client.hmget, self._journal_keys(run_id)[0], "owner", "until", "updated", "entries")
+            meta = self._read(self._client.hmget, self._journal_keys(run_id, True)[0], "owner", "until", "updated",
+                              "entries")
             if meta[3] is None:  # expired (or forgotten elsewhere): out of the index too
                 self._call(self._client.zrem, PREFIX + "journals", run_id)
                 continue
