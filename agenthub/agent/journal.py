@@ -238,8 +238,10 @@ def entry_read(entry: Dict[str, Any]) -> Dict[str, Any]:
                 and _number_or_none(entry.get("seconds")) and type(entry.get("unsettled", False)) is bool):
             raise ValueError("a result without its turn, id, item or time")
     elif kind in ("request", "attach", "detach"):
-        if not _int(entry.get("turn")) or (kind == "attach" and type(entry.get("id")) is not str):
-            raise ValueError("a request without its turn")
+        if not _int(entry.get("turn")) or (kind == "attach" and (
+                type(entry.get("id")) is not str or type(entry.get("route", {})) is not dict
+                or not isinstance(entry.get("wire", ""), str))):
+            raise ValueError("a request without its turn, or a background response without its id or route")
     elif kind == "done":
         pending = entry.get("pending")
         if not ((entry.get("stop") is None or type(entry.get("stop")) is str) and type(pending) is list
