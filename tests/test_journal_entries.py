@@ -178,3 +178,35 @@ def test_a_run_id_ending_in_entries_is_refused_before_anything_is_sent():
                                               "':entries' .got 'ticket-1:entries'."):
             gemini_client(server).run([USER], tools=[look_up], journal=MemoryStore(), run_id="ticket-1:entries")
         assert server.requests == []
+
+
+@pytest.mark.parametrize("store_url", ["redis"], indirect=True)
+def test_an_entry_redis_holds_as_bytes_that_are_not_utf8_is_corrupt_not_a_unicode_error(store_url):
+    """Redis keeps what any client wrote: an entry that is not UTF-8 raised UnicodeDecodeError out of the resume,
+    the store's journal_entries and ``runs show``."""
+    import argparse
+
+    redis = pytest.importorskip("redis")
+    from agenthub.apps import runs_cli
+
+    with SSEServer() as server:
+        server.answers.append(Answer([gemini_text("Rome is open.")]))
+        gemini_client(server).run([USER], tools=[look_up], journal=store_url, run_id="r-1").result()
+        raw = redis.Redis.from_url(store_url)
+        try:
+            from agenthub.stores.redis import PREFIX
+
+            raw.lset(PREFIX + "journal:r-1:entries", 1, b"\xff\xfe{")
+        finally:
+            raw.close()
+        with pytest.raises(JournalError) as caught:
+            gemini_client(server).run([USER], tools=[look_up], journal=store_url, run_id="r-1").result()
+        assert (caught.value.reason, len(server.requests)) == ("corrupt", 1)
+    store = open_store(store_url)
+    try:
+        assert store.journal_entries("r-1")[1] == "\ufffd\ufffd\ufffd{"
+    finally:
+        store.close()
+    out = io.StringIO()
+    assert runs_cli.run(argparse.Namespace(runs_command="show", journal=store_url, run_id="r-1", json=False), out) == 0
+    assert "entry 1: corrupt (a resume refuses this journal: JournalError)" in out.getvalue()

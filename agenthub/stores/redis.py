@@ -160,6 +160,17 @@ def parse_redis_url(url: str) -> Tuple[str, float, float]:
     return base, timeout, wait
 
 
+def _entry_text(row: Any) -> str:
+    """A journal entry as Redis gives it back: its text; bytes that are not UTF-8 (written by something else) as
+    text that is no JSON, which a resume refuses as a corrupt entry (not a UnicodeDecodeError)."""
+    if not isinstance(row, bytes):
+        return row  # type: ignore[no-any-return]
+    try:
+        return row.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\ufffd" + row.decode("utf-8", "replace")
+
+
 class RedisStore(Store):
     def __init__(self, url: str, *, client: Any = None) -> None:
         """``client``: a ready ``redis.Redis`` (or ``fakeredis.FakeRedis``) to use instead of connecting."""
@@ -495,7 +506,7 @@ class RedisStore(Store):
                                                                       "" if ttl is None else repr(float(ttl))])
         if out[0] in (b"locked", "locked"):
             return self._f(out[1]), []
-        return None, [row.decode("utf-8") if isinstance(row, bytes) else row for row in out[1:]]
+        return None, [_entry_text(row) for row in out[1:]]
 
     def journal_append(self, run_id: str, owner: str, seq: int, entry: str, ttl: Optional[float] = None) -> None:
         self.journal_append_many(run_id, owner, seq, [entry], ttl)
@@ -527,7 +538,7 @@ class RedisStore(Store):
 
     def journal_entries(self, run_id: str, start: int = 0) -> List[str]:
         rows = self._read(self._client.lrange, self._journal_keys(run_id)[1], int(start), -1)
-        return [row.decode("utf-8") if isinstance(row, bytes) else row for row in rows or ()]
+        return [_entry_text(row) for row in rows or ()]
 
     def journal_release(self, run_id: str, owner: str) -> None:
         self._run("journal_release", self._journal_keys(run_id)[:1], [owner])
