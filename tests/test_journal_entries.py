@@ -109,6 +109,7 @@ CORRUPT = [
     {"k": "result", "turn": 0, "id": "c1", "item": "paid", "seconds": 0.1},
     {"k": "done", "stop": "done", "pending": [["c1"]]},
     {"k": "started", "turn": 0},  # no agenthub writes it
+    {"k": "turn", "turn": 1, "cost": None, "route": {}, "message": ANSWER},  # replayed as turn 0
     {"k": "attach", "turn": 0, "id": "resp_1", "wire": "openai-responses", "route": ["gpt-5.5"]},  # AttributeError
 ]
 

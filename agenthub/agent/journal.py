@@ -209,10 +209,11 @@ def _checked_message(message: Any, role: str) -> bool:
     return True
 
 
-def entry_read(entry: Dict[str, Any]) -> Dict[str, Any]:
+def entry_read(entry: Dict[str, Any], turns: int) -> Dict[str, Any]:
     """A journal entry after its header as a resume reads it: its bytes back (an entry marked ``"bytes"``), each
-    field a resume reads of its kind's type (a turn's message and a result's item as the data model has them);
-    ValueError (what is wrong) for one that is not: a corrupt entry, never replayed."""
+    field a resume reads of its kind's type (a turn's message and a result's item as the data model has them; a
+    turn numbered ``turns``, the turns before it in the journal: each once, in order); ValueError (what is wrong)
+    for one that is not: a corrupt entry, never replayed."""
     kind = entry.get("k")
     if kind in ("turn", "result") and entry.get("bytes") is not None:
         key = "message" if kind == "turn" else "item"
@@ -223,6 +224,8 @@ def entry_read(entry: Dict[str, Any]) -> Dict[str, Any]:
         except (ValueError, TypeError, RecursionError):
             raise ValueError("bytes that do not read back") from None
     if kind == "turn":
+        if entry.get("turn") != turns or type(entry.get("turn")) is not int:
+            raise ValueError("turn {!r} where turn {} is next".format(entry.get("turn"), turns))
         if not (_int(entry.get("turn"), 0) and _checked_message(entry.get("message"), "assistant")
                 and _number_or_none(entry.get("cost")) and (entry.get("route") is None
                                                              or type(entry.get("route")) is dict)):
@@ -599,6 +602,7 @@ class Journal(object):
         _RENEWER.add(self)
         try:
             entries = []  # type: List[Dict[str, Any]]
+            turns = 0
             for n, text in enumerate(raw):
                 try:
                     entry = json.loads(text)
@@ -611,7 +615,8 @@ class Journal(object):
                                        run_id=self.run_id, reason="format")
                 if n and isinstance(entry, dict):
                     try:
-                        entry = entry_read(entry)
+                        entry = entry_read(entry, turns)
+                        turns += entry["k"] == "turn"
                     except ValueError:
                         entry = None
                 if not isinstance(entry, dict) or not isinstance(entry.get("k"), str):

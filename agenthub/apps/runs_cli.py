@@ -80,6 +80,7 @@ def _entries(store: Any, run_id: str) -> List[Dict[str, Any]]:
         raise ConfigError("no journal for run {!r} in this store (never written, forgotten, or expired: "
                           "past its journal_ttl)".format(run_id))
     entries = []
+    turns = 0
     for n, text in enumerate(raw):
         try:
             entry = json.loads(text)
@@ -87,7 +88,8 @@ def _entries(store: Any, run_id: str) -> List[Dict[str, Any]]:
             entry = None
         if n and isinstance(entry, dict):
             try:
-                entry_read(entry)  # (of the shape a resume reads: else a resume refuses it, shown so here)
+                entry_read(entry, turns)  # (of the shape a resume reads: else a resume refuses it, shown so here)
+                turns += entry.get("k") == "turn"
             except ValueError:
                 entry = None
         entries.append(entry if isinstance(entry, dict) else {"k": "corrupt", "n": n})
