@@ -7,12 +7,7 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'until', fmt(now + tonumber(ARGV[2
 if not m[3] then
   redis.call('HSET', KEYS[1], 'entries', 0, 'updated', fmt(now))
   if ARGV[3] ~= '' then redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3]) * 1000)) end
-elseif ARGV[3] ~= '' then
-  -- a run taken or renewed lives ttl from now at least (its ttl counts from its last write or renewal)
-  local ms = math.ceil(tonumber(ARGV[3]) * 1000)
-  for _, key in ipairs(KEYS) do
-    local left = redis.call('PTTL', key)
-    if left >= 0 and left < ms then redis.call('PEXPIRE', key, ms) end
-  end
+else
+  journal_kept()
 end
 return false

@@ -66,3 +66,13 @@ local function kept()
   redis.call('HSETNX', KEYS[2], '.', '0 -')
   redis.call('HSET', KEYS[3], KEYS[1], '1')
 end
+-- a journal taken or renewed lives ttl (ARGV[3], seconds or '') from now at least: its ttl counts from its last
+-- write or renewal (a key without an expiry keeps none; a key not there stays so)
+local function journal_kept()
+  if ARGV[3] == '' then return end
+  local ms = math.ceil(tonumber(ARGV[3]) * 1000)
+  for _, key in ipairs(KEYS) do
+    local left = redis.call('PTTL', key)
+    if left >= 0 and left < ms then redis.call('PEXPIRE', key, ms) end
+  end
+end
