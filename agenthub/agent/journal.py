@@ -61,6 +61,8 @@ FORMAT = 1
 #: the tool time (seconds, together) under which the results of idempotent calls wait past the next model request
 #: for the next store write (a crash during that request runs them again: at least once); others are stored first
 QUICK = 0.05
+#: the longest ``journal_ttl`` (seconds: 31,000 years; every store keeps it)
+MAX_TTL = 1e12
 #: the config keys that never reach the fingerprint (secrets, or what does not change the run; an MCP server's
 #: ``headers`` in ``mcp_servers`` neither)
 _UNFINGERPRINTED = ("extra_headers", "trace_id")
@@ -506,8 +508,10 @@ class Journal(object):
                 or run_id.endswith(":entries"):  # (on Redis, the key of the entries of the run its start names)
             raise ConfigError("run_id must be 1 to 200 printable characters, not ending in ':entries' (got {!r})".format(
                 run_id if not isinstance(run_id, str) else run_id[:60]))
-        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0):
-            raise ConfigError("journal ttl must be a number of seconds > 0 (or None: kept until forgotten)")
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float))
+                                or not 0 < ttl <= MAX_TTL):  # (Redis keeps whole milliseconds under 1e17)
+            raise ConfigError("journal ttl must be a number of seconds > 0 and at most {:g} (or None: kept until "
+                              "forgotten)".format(MAX_TTL))
         if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float))
                                  or not 0 <= wait < float("inf")):  # (NaN waited for ever: no deadline compares)
             raise ConfigError("journal_wait must be a finite number of seconds >= 0")
