@@ -250,7 +250,7 @@ def entry_read(entry: Dict[str, Any], turns: int) -> Dict[str, Any]:
     elif kind == "done":
         pending = entry.get("pending")
         if not ((entry.get("stop") is None or type(entry.get("stop")) is str) and type(pending) is list
-                and all(type(i) is str for i in pending)):
+                and all(i is None or type(i) is str for i in pending)):
             raise ValueError("an end without its stop or pending ids")
     else:
         raise ValueError("an entry of a kind this agenthub does not write ({!r})".format(kind))
