@@ -231,3 +231,16 @@ def test_a_journal_ttl_no_store_can_keep_is_refused_before_anything_is_sent(stor
         result = gemini_client(server).run([USER], tools=[look_up], journal=store_url, run_id="t-1",
                                            journal_ttl=1e12).result()
     assert (result.stop, len(server.requests)) == ("done", 1)
+
+
+def test_a_turn_holding_a_lone_surrogate_is_not_taken_for_corrupt():
+    """The entry check reads a turn's message as the data model has it; a lone surrogate in its text is what the
+    journal stores escaped and reads back (the wire's concern, as it was live), not a corrupt entry."""
+    store = MemoryStore()
+    odd = dict(ANSWER, content_items=[{"type": "text", "text": "Rome \ud800 is open."}])
+    _journal_with(store, {"k": "turn", "turn": 0, "cost": 0.5, "route": {}, "message": odd})
+    with SSEServer() as server:
+        result = gemini_client(server).run([USER], tools=[look_up], journal=store, run_id="r-1").result()
+        assert server.requests == []
+    assert (result.stop, result.replayed_turns, result.cost_usd) == ("done", 1, 0.5)
+    assert result.final["content_items"] == [{"type": "text", "text": "Rome \ud800 is open."}]
