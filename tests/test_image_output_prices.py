@@ -3,6 +3,7 @@ splits candidatesTokensDetails into IMAGE and TEXT) costs one number, the hand-c
 (``agenthub.cost``, a Budget's settlement and its hold, a run's cost_usd, a job row and JobSummary, a batch row,
 serve's /v1/metrics and the Budget of serve's client)."""
 
+import json
 import os
 import pickle
 
@@ -15,7 +16,7 @@ from server_support import Route, Upstream
 from agenthub import AutoLLMClient, Budget, BudgetExceededError, cost
 from agenthub.catalog import find_model
 from agenthub.jobs.batch import batch_cost, collect_answer
-from agenthub.providers import gemini, gemini_interactions, protocol
+from agenthub.providers import gemini, gemini_interactions, openai_chat, protocol
 from agenthub.stream import checked_usage
 
 MODEL = "gemini-3-pro-image-preview"
@@ -93,3 +94,67 @@ def test_one_image_turn_costs_one_price_on_every_path(tmp_path, monkeypatch):
     message = collect_answer(protocol("gemini"), answer, "gemini")
     paths["batch row x 2"] = batch_cost(MODEL, message["usage_metadata"]) * 2
     assert {path: round(price, 12) for path, price in paths.items()} == {path: round(HAND, 12) for path in paths}
+
+
+# -- OpenRouter's copies of the Gemini image models ---------------------------------------------------------------
+# OpenRouter's Chat Completions usage names the image tokens of the output in completion_tokens_details.image_tokens
+# (part of completion_tokens) and bills them at Google's image-output price: an answer of 6 prompt tokens, 1299
+# completion tokens of which 1290 image tokens reports "cost": 0.0387243, which is 6 * 0.3 + 9 * 2.5 + 1290 * 30
+# USD per 1M, not 0.0032493 (every completion token at the text rate)
+OR_MODEL = "google/gemini-2.5-flash-image"
+OR_USAGE = {"prompt_tokens": 6, "completion_tokens": 1299, "total_tokens": 1305, "cost": 0.0387243, "is_byok": False,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "image_tokens": 1290}}
+OR_HAND = (6 * 0.3 + 9 * 2.5 + 1290 * 30) / 1e6
+
+
+def _openrouter_stream():
+    head = {"id": "gen-1", "provider": "Google", "model": OR_MODEL, "object": "chat.completion.chunk",
+            "created": 1765226419}
+    chunks = [dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": "Here it is"},
+                                   "finish_reason": None}]),
+              dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                   "finish_reason": "stop"}]),
+              dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                   "finish_reason": None}], usage=OR_USAGE)]
+    return b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+
+
+def test_openrouter_usage_keeps_the_image_tokens_of_the_output():
+    usage = openai_chat.map_usage(OR_USAGE)
+    assert usage == {"cached_tokens": 0, "prompt_tokens": 6, "thoughts_tokens": 0, "response_tokens": 1299}
+    assert usage.output_image_tokens == 1290
+    assert cost(OR_MODEL, usage) == pytest.approx(OR_HAND, rel=1e-12)
+    assert round(OR_HAND, 9) == OR_USAGE["cost"]  # what OpenRouter itself charged
+    plain = dict(OR_USAGE, completion_tokens_details={"reasoning_tokens": 0})
+    assert type(openai_chat.map_usage(plain)) is dict  # no image tokens said: the plain buckets
+
+
+def test_the_catalog_prices_openrouter_copies_of_the_gemini_image_models_as_google_does():
+    for model, native in (("google/gemini-2.5-flash-image", "gemini-2.5-flash-image"),
+                          ("google/gemini-3.1-flash-image-preview", "gemini-3.1-flash-image-preview"),
+                          ("google/gemini-3.1-flash-image", "gemini-3.1-flash-image"),
+                          ("google/gemini-3-pro-image-preview", "gemini-3-pro-image-preview"),
+                          ("google/gemini-3-pro-image", "gemini-3-pro-image")):
+        row = find_model(model)
+        assert row["provider"] == "openrouter", model
+        assert row["prices"]["output_image"] == find_model(native)["prices"]["output_image"], model
+        assert "overrides:image_output_prices" in row["sources"], model
+    assert "output_image" not in find_model("google/gemini-3.1-flash-lite-image")["prices"]  # no price known
+
+
+def test_a_budget_holds_openrouter_image_output_at_the_image_price():
+    budget = Budget(5.0)
+    held = budget.reserve(OR_MODEL, 12, 4000)
+    assert held.needed_usd == pytest.approx((12 * 0.3 + 4000 * 30) / 1e6, rel=1e-12)
+    held.release()
+
+
+def test_one_openrouter_image_turn_costs_one_price_on_every_path(tmp_path, monkeypatch):
+    fix_clock(monkeypatch, "12:00")
+    with Upstream() as up:
+        up.routes["or"] = Route(_openrouter_stream())
+        kwargs = {"client_type": "openai-chat", "base_url": up.url + "/or/api/v1", "api_key": "sk-or-test-0123456789",
+                  "max_retries": 0}
+        paths = prices_on_every_path(OR_MODEL, kwargs, {"max_tokens": 2000}, MESSAGES, tmp_path)
+    assert {path: round(price, 12) for path, price in paths.items()} == {path: round(OR_HAND, 12) for path in paths}

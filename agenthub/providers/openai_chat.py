@@ -44,7 +44,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from ..errors import upstream_error
 from ..sse import SSEEvent
-from ..stream import StreamEnd, with_service_tier
+from ..stream import StreamEnd, with_output_images, with_service_tier
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ..validate import cache_marks
@@ -338,7 +338,8 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
 
 
 def map_usage(raw: Any) -> Dict[str, Any]:
-    """Chat usage -> the four exclusive buckets (see docs/workloads.md, "Usage and cost")."""
+    """Chat usage -> the four exclusive buckets (see docs/workloads.md, "Usage and cost"), with the prompt-cache
+    writes and the output's image tokens where the wire names them (``stream.Usage``)."""
     raw = raw if isinstance(raw, dict) else {}
     prompt_details = raw.get("prompt_tokens_details")
     prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
@@ -354,7 +355,10 @@ def map_usage(raw: Any) -> Dict[str, Any]:
         thoughts = raw.get("reasoning_tokens")
     buckets = inclusive_usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), cached, thoughts,
                               raw.get("total_tokens"))
-    return cache_written(buckets, prompt_details.get("cache_write_tokens"))
+    # OpenRouter names the output's image tokens (part of completion_tokens), billed at an image model's
+    # image-output price: Usage.output_image_tokens
+    images = completion_details.get("image_tokens")
+    return with_output_images(cache_written(buckets, prompt_details.get("cache_write_tokens")), images)
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:
