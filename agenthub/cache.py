@@ -51,7 +51,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .attempts import AttemptHook
 from .errors import AgentHubError, ConfigError
 from .stores import open_store
-from .stream import check_stream
+from .stream import check_stream, usage_extras, with_usage_extras
 
 __all__ = ["ResponseCache", "request_key", "ENTRY_VERSION", "STATE_FIELDS"]
 
@@ -239,7 +239,10 @@ class _Recording(object):
                 check_stream([json.loads(line) for line in self.lines])
             except (AgentHubError, ValueError):
                 return None
-        packed = self.packed + [self.packer.compress(b"]}"), self.packer.flush()]
+        # what the stop event's usage carries beside the four buckets (cache writes, image tokens, service tier)
+        extras = usage_extras(last["usage"])
+        tail = b"]}" if not extras else ('],"usage_extras":' + json.dumps(extras, separators=(",", ":")) + "}").encode()
+        packed = self.packed + [self.packer.compress(tail), self.packer.flush()]
         self.packed, self.lines = [], None
         return _MAGIC + b"".join(packed)
 
@@ -444,6 +447,9 @@ def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:
         check_stream(events)
     except AgentHubError:
         return None
+    extras = doc.get("usage_extras")
+    if extras is not None:  # the stop's usage priced as the one stored (stream.usage_extras)
+        events[-1]["usage_metadata"] = with_usage_extras(events[-1]["usage_metadata"], extras)
     return events
 
 

@@ -1623,10 +1623,14 @@ class Run(object):
     def _replay_turn(self, kept: Mapping[str, Any]) -> Any:
         """Generator: a journaled turn's events again (marked replayed); returns its answer, taken in as a live
         turn's is, but neither sent nor charged again, and heard by no hook (they count live work)."""
+        from ..stream import with_usage_extras
         from .journal import replay_events
 
         answer = dict(kept["message"])
-        for event in replay_events(answer):
+        extras = kept.get("usage")  # (what its usage carried beside the four buckets: priced as the live one)
+        if extras and isinstance(answer.get("usage_metadata"), dict):
+            answer["usage_metadata"] = with_usage_extras(answer["usage_metadata"], extras)
+        for event in replay_events(answer, extras):
             yield event  # type: ignore[misc]
         self._turns += 1
         self._add_usage(answer.get("usage_metadata") or {})
