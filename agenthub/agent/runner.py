@@ -163,6 +163,10 @@ class RunResult:
     #: a journaled run's turns read again by their background response's id after a crash (not sent again:
     #: docs/tools.md "The model request in flight"); live turns, counted in ``turns`` too
     reattached_turns: int = 0
+    #: what a Budget counted for the run's attempts cut after the provider took them (``Attempt.cut_usd`` of its
+    #: turns, summed; None when none was): no usage prices them, so they are not in ``cost_usd``, and
+    #: ``cost_usd + cut_usd`` is what the Budget charged the run (docs/reliability.md)
+    cut_usd: Optional[float] = None
 
 
 # -- tool sources -----------------------------------------------------------------------------------------------
@@ -798,10 +802,11 @@ class _Paid(object):
     """What ``call_cost`` reads of a turn's Attempt: its cache mark, when it started and the tier it asked for
     (``config`` holds ``fast_mode`` alone).  A run keeps this for each turn, not the Attempt, which holds the
     turn's whole request and history (a run of N turns kept N of them)."""
-    __slots__ = ("cache", "started_ms", "config")
+    __slots__ = ("cache", "started_ms", "config", "cut_usd")
 
     def __init__(self, call: Any) -> None:
         self.cache = getattr(call, "cache", None)
+        self.cut_usd = getattr(call, "cut_usd", None)  # (what a Budget counted for its attempts that were cut)
         self.started_ms = getattr(call, "started_ms", None)
         config = getattr(call, "config", None)
         self.config = _FAST if config and config.get("fast_mode") else None
@@ -1357,7 +1362,8 @@ class Run(object):
                          replayed_turns=journal.replayed_turns if journal is not None else 0,
                          replayed_results=journal.replayed_results if journal is not None else 0,
                          interrupted=list(self._interrupted), output=self._output, output_json=self._output_json,
-                         reattached_turns=journal.reattached_turns if journal is not None else 0)
+                         reattached_turns=journal.reattached_turns if journal is not None else 0,
+                         cut_usd=self.cut_usd)
 
     @property
     def usage_metadata(self) -> UsageMetadata:
@@ -1804,6 +1810,13 @@ class Run(object):
                 self._cost += price
             self._priced_upto += 1
         return price
+
+    @property
+    def cut_usd(self) -> Optional[float]:
+        """What a Budget counted for the turns' attempts cut after the provider took them (``RunResult.cut_usd``);
+        None when none was."""
+        cuts = [paid[2].cut_usd for paid in self._priced if paid[2] is not None and paid[2].cut_usd is not None]
+        return sum(cuts) if cuts else None
 
     @property
     def cost_usd(self) -> Optional[float]:
