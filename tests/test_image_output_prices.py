@@ -3,6 +3,7 @@ splits candidatesTokensDetails into IMAGE and TEXT) costs one number, the hand-c
 (``agenthub.cost``, a Budget's settlement and its hold, a run's cost_usd, a job row and JobSummary, a batch row,
 serve's /v1/metrics and the Budget of serve's client)."""
 
+import base64
 import json
 import os
 import pickle
@@ -14,6 +15,7 @@ from price_paths import prices_on_every_path
 from server_support import Route, Upstream
 
 from agenthub import AutoLLMClient, Budget, BudgetExceededError, cost
+from agenthub.errors import StreamProtocolError
 from agenthub.catalog import find_model
 from agenthub.jobs.batch import batch_cost, collect_answer
 from agenthub.providers import gemini, gemini_interactions, openai_chat, protocol
@@ -106,12 +108,14 @@ OR_USAGE = {"prompt_tokens": 6, "completion_tokens": 1299, "total_tokens": 1305,
             "prompt_tokens_details": {"cached_tokens": 0},
             "completion_tokens_details": {"reasoning_tokens": 0, "image_tokens": 1290}}
 OR_HAND = (6 * 0.3 + 9 * 2.5 + 1290 * 30) / 1e6
+OR_IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGNoaGgAAAMEAYFL09IQAAAAAElFTkSuQmCC"
 
 
 def _openrouter_stream():
     head = {"id": "gen-1", "provider": "Google", "model": OR_MODEL, "object": "chat.completion.chunk",
             "created": 1765226419}
-    chunks = [dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": "Here it is"},
+    chunks = [dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": "Here it is", "images": [
+                  {"type": "image_url", "image_url": {"url": "data:image/png;base64," + OR_IMAGE}, "index": 0}]},
                                    "finish_reason": None}]),
               dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
                                    "finish_reason": "stop"}]),
@@ -158,3 +162,27 @@ def test_one_openrouter_image_turn_costs_one_price_on_every_path(tmp_path, monke
                   "max_retries": 0}
         paths = prices_on_every_path(OR_MODEL, kwargs, {"max_tokens": 2000}, MESSAGES, tmp_path)
     assert {path: round(price, 12) for path, price in paths.items()} == {path: round(OR_HAND, 12) for path in paths}
+
+
+def test_the_image_openrouter_answers_with_is_an_item_not_dropped():
+    """OpenRouter sends a generated image in ``images`` beside ``content``: it was dropped (the paid image lost,
+    its tokens billed); it is an inline_data item, a URL that is not a data URL an image_url item."""
+    link = {"type": "image_url", "image_url": {"url": "https://example.test/red.png"}}
+    with Upstream() as up:
+        up.routes["or"] = Route(_openrouter_stream())
+        up.routes["link"] = Route(_openrouter_stream().replace(b'"data:image/png;base64,' + OR_IMAGE.encode() + b'"',
+                                                               json.dumps(link["image_url"]["url"]).encode()))
+        up.routes["bad"] = Route(_openrouter_stream().replace(b'base64,' + OR_IMAGE.encode(), b"base64,not base64!"))
+
+        def answer(route):
+            return AutoLLMClient(OR_MODEL, client_type="openai-chat", base_url=up.url + "/" + route + "/api/v1",
+                                 api_key="sk-or-test-0123456789", max_retries=0).response(MESSAGES)
+
+        assert answer("or")["content_items"] == [
+            {"type": "text", "text": "Here it is"},
+            {"type": "inline_data", "data": base64.b64decode(OR_IMAGE), "mime_type": "image/png"}]
+        assert answer("link")["content_items"] == [{"type": "text", "text": "Here it is"},
+                                                   {"type": "image_url", "image_url": "https://example.test/red.png"}]
+        with pytest.raises(StreamProtocolError) as caught:
+            answer("bad")
+    assert str(caught.value) == "openai-chat: the answer's image data is not base64 (11 characters)"

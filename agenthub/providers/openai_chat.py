@@ -42,7 +42,7 @@ import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
-from ..errors import upstream_error
+from ..errors import StreamProtocolError, upstream_error
 from ..sse import SSEEvent
 from ..stream import StreamEnd, with_output_images, with_service_tier
 from ..toolcalls import ToolCallAssembler
@@ -52,7 +52,7 @@ from .openai_responses import BREAKPOINT, cache_options, cache_written, check_br
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, pdf_url, request_headers, samplers,
                       to_int, unsupported)
-from ._common import refuse_mcp_servers
+from ._common import answer_bytes, answer_mime, refuse_mcp_servers
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
@@ -449,6 +449,33 @@ def _texts(state: _State, delta: Dict[str, Any], out: List[Dict[str, Any]]) -> N
         if state.pending and item["type"] != "thinking":
             out.append(state.carrier())
         out.append(item)
+    images = delta.get("images")
+    if images and type(images) is list:
+        for item in _images(images, state.client):
+            if state.pending:
+                out.append(state.carrier())
+            out.append(item)
+
+
+def _images(images: List[Any], client: str) -> Iterator[Dict[str, Any]]:
+    """OpenRouter's generated images (``images``: ``{"type": "image_url", "image_url": {"url": ...}}`` entries
+    beside ``content``): a data URL as an ``inline_data`` item, any other URL as an ``image_url`` item (a
+    payload that is not base64 is a StreamProtocolError, never a silent empty image)."""
+    for entry in images:
+        image = entry.get("image_url") if type(entry) is dict else None
+        url = image.get("url") if type(image) is dict else None
+        if type(url) is not str or not url:
+            continue
+        if not url.startswith("data:"):
+            yield {"type": "image_url", "image_url": url}
+            continue
+        head, _, payload = url.partition(",")
+        params = head[5:].split(";")
+        if "base64" not in params[1:]:
+            raise StreamProtocolError("{}: the answer's image is a data URL that is not base64".format(client),
+                                      client=client)
+        yield {"type": "inline_data", "data": answer_bytes(payload, client, "image"),
+               "mime_type": answer_mime(params[0], "image/png")}
 
 
 #: a tool call id longer than this (the OpenAI API's limit on the ids it takes) is marked ``issued_id``
