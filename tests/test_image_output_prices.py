@@ -83,13 +83,18 @@ def test_a_budget_holds_image_output_at_the_image_price():
         assert up.requests == []
 
 
-def test_one_image_turn_costs_one_price_on_every_path(tmp_path, monkeypatch):
+def _prices(model, client_type, body, base, tmp_path, monkeypatch):
+    """prices_on_every_path for one turn of ``model`` whose upstream answers ``body`` at ``base``, at noon."""
     fix_clock(monkeypatch, "12:00")
     with Upstream() as up:
-        up.routes["gem"] = Route(_stream())
-        kwargs = {"client_type": "gemini", "base_url": up.url + "/gem", "api_key": "sk-test-0123456789",
+        up.routes["up"] = Route(body)
+        kwargs = {"client_type": client_type, "base_url": up.url + "/up" + base, "api_key": "sk-test-0123456789",
                   "max_retries": 0}
-        paths = prices_on_every_path(MODEL, kwargs, {"max_tokens": 2000}, MESSAGES, tmp_path)
+        return prices_on_every_path(model, kwargs, {"max_tokens": 2000}, MESSAGES, tmp_path)
+
+
+def test_one_image_turn_costs_one_price_on_every_path(tmp_path, monkeypatch):
+    paths = _prices(MODEL, "gemini", _stream(), "", tmp_path, monkeypatch)
     # a batch answer (one GenerateContentResponse document) at the batch prices: half of every price
     answer = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Here it is"}]},
                               "finishReason": "STOP"}], "usageMetadata": USAGE_METADATA}
@@ -155,12 +160,7 @@ def test_a_budget_holds_openrouter_image_output_at_the_image_price():
 
 
 def test_one_openrouter_image_turn_costs_one_price_on_every_path(tmp_path, monkeypatch):
-    fix_clock(monkeypatch, "12:00")
-    with Upstream() as up:
-        up.routes["or"] = Route(_openrouter_stream())
-        kwargs = {"client_type": "openai-chat", "base_url": up.url + "/or/api/v1", "api_key": "sk-or-test-0123456789",
-                  "max_retries": 0}
-        paths = prices_on_every_path(OR_MODEL, kwargs, {"max_tokens": 2000}, MESSAGES, tmp_path)
+    paths = _prices(OR_MODEL, "openai-chat", _openrouter_stream(), "/api/v1", tmp_path, monkeypatch)
     assert {path: round(price, 12) for path, price in paths.items()} == {path: round(OR_HAND, 12) for path in paths}
 
 
