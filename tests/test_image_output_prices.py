@@ -40,7 +40,8 @@ def _stream():
 def test_the_catalog_prices_gemini_image_output_apart_from_text():
     for model, text, image in (("gemini-2.5-flash-image", 2.5, 30.0), ("gemini-2.5-flash-image-preview", 2.5, 30.0),
                                ("gemini-3.1-flash-image-preview", 3, 60.0), ("gemini-3.1-flash-image", 3, 60.0),
-                               ("gemini-3-pro-image-preview", 12, 120.0), ("gemini-3-pro-image", 12, 120.0)):
+                               ("gemini-3-pro-image-preview", 12, 120.0), ("gemini-3-pro-image", 12, 120.0),
+                               ("gemini-3.1-flash-lite-image", 1.5, 30.0)):
         row = find_model(model)
         assert (row["prices"]["output"], row["prices"]["output_image"]) == (text, image), model
         assert row["batch"]["output_image"] == image / 2, model  # Google's batch discount
@@ -144,12 +145,12 @@ def test_the_catalog_prices_openrouter_copies_of_the_gemini_image_models_as_goog
                           ("google/gemini-3.1-flash-image-preview", "gemini-3.1-flash-image-preview"),
                           ("google/gemini-3.1-flash-image", "gemini-3.1-flash-image"),
                           ("google/gemini-3-pro-image-preview", "gemini-3-pro-image-preview"),
-                          ("google/gemini-3-pro-image", "gemini-3-pro-image")):
+                          ("google/gemini-3-pro-image", "gemini-3-pro-image"),
+                          ("google/gemini-3.1-flash-lite-image", "gemini-3.1-flash-lite-image")):
         row = find_model(model)
         assert row["provider"] == "openrouter", model
         assert row["prices"]["output_image"] == find_model(native)["prices"]["output_image"], model
         assert "overrides:image_output_prices" in row["sources"], model
-    assert "output_image" not in find_model("google/gemini-3.1-flash-lite-image")["prices"]  # no price known
 
 
 def test_a_budget_holds_openrouter_image_output_at_the_image_price():
