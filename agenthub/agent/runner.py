@@ -1296,8 +1296,27 @@ class Run(object):
             error = exc
             raise
         finally:
-            for method in self._methods["on_run_end"]:
+            self._run_end(error)
+
+    def _run_end(self, error: Optional[BaseException]) -> None:
+        """Every hook's on_run_end (the trace writer's and telemetry's come last: one that raised before them
+        must not leave a trace or a span open).  A hook's Exception does not replace the run's own error (it is
+        logged); on a run that ended without one, the first is raised once every hook heard the end."""
+        failed = None  # type: Optional[BaseException]
+        for method in self._methods["on_run_end"]:
+            try:
                 method(self, error)
+            except Exception as exc:
+                if error is None and failed is None:
+                    failed = exc
+                    continue
+                owner = getattr(method, "__self__", None)
+                _logger.warning("an on_run_end hook (%s) raised %s; %s (%s) stands",
+                                type(owner).__name__ if owner is not None else getattr(method, "__qualname__", "?"),
+                                type(exc).__name__, "the run's own error" if error is not None
+                                else "an earlier on_run_end's error", type(error or failed).__name__)
+        if failed is not None:
+            raise failed
 
     def _wrapped(self, name: str, args: Tuple[Any, ...], proceed: Callable[[], Any]) -> Any:
         """``proceed()`` inside each hook's ``name`` method (the first hook outermost)."""
