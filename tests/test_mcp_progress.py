@@ -9,19 +9,9 @@ import sys
 import pytest
 
 from agenthub import ConfigError, mcp
-import mcp_support
 from mcp_support import OFFICIAL, Subprocess, leaked, snapshot
 from test_mcp_hostile import hostile_stdio
-
-@pytest.fixture(scope="module")
-def servers(request):
-    yield from mcp_support.lazy_servers(request, mcp_support.FAKE_HTTP)
-
-
-@pytest.fixture(autouse=True)
-def fresh_eras():
-    yield from mcp_support.fresh_eras()
-
+from test_mcp_http import fresh_eras, servers  # noqa: F401  (the fake HTTP servers; the eras forgotten)
 
 posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 STEPS = [(1.0, 3.0, None), (2.0, 3.0, None), (3.0, 3.0, "the last step")]
