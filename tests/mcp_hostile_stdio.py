@@ -14,7 +14,8 @@ and answers tools/call ``echo`` with its text; tools/call ``deaf`` stops reading
 - ``list-token``: tools/call first sends a progress notification whose ``progressToken`` is a list, then answers.
 - ``odd-progress``: tools/call first sends progress notifications for its request (its id as the token) whose
   values are no finite number (true, "5", an integer of 400 digits, NaN), one with a total and a message of the
-  wrong types, one with a total past a float's range, one for another token, then answers.
+  wrong types, one with a total past a float's range (its message echoing ``SERVER_TOKEN``), one for another
+  token, then answers.
 - ``null-id-error``: tools/call is answered with an error whose id is null (a parse error, say).
 - ``close-stdout``: tools/call closes stdout and the server keeps running (ignoring SIGTERM).
 - ``half-line``: tools/call gets half a line, then the server exits with status 5.
@@ -101,7 +102,7 @@ def main():
             for value in ("true", '"5"', "1" + "0" * 400, "NaN", "Infinity"):
                 progress(value)
             progress("1", ', "total": "x", "message": 5')
-            progress("2.5", ', "total": 1%s, "message": "m"' % ("0" * 400))
+            progress("2.5", ', "total": 1%s, "message": "m %s"' % ("0" * 400, os.environ.get("SERVER_TOKEN", "")))
             send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": ident + 1,
                                                                                   "progress": 3}})
         if FAULT == "null-id-error":

@@ -916,8 +916,12 @@ def huge_log(lines: int) -> str:
 def test_a_tools_output_past_max_output_chars_is_cut_with_a_marker_the_model_reads():
     """A tool's text went to the model, the run's messages and the journal whole (500 MB too): now at most
     max_output_chars characters (default MAX_OUTPUT_CHARS), the marker saying how much was cut within them."""
+    import inspect
+
     from agenthub.agent.runner import MAX_OUTPUT_CHARS
     assert MAX_OUTPUT_CHARS == 1000000
+    for method in (AutoLLMClient.run, AutoLLMClient.run_stateful):  # (the client's default is the runner's)
+        assert inspect.signature(method).parameters["max_output_chars"].default == MAX_OUTPUT_CHARS
     full = "".join("line {:07d}\n".format(n) for n in range(100000))  # 1,300,000 characters
     cases = [({"max_output_chars": 100}, 8, full[:36] + "\n[... 68 more characters cut by agenthub "
                                                         "(max_output_chars=100)]"),

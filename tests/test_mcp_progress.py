@@ -87,12 +87,14 @@ def test_bad_on_progress_is_refused_before_anything_is_sent(servers):
 def test_odd_progress_values_are_skipped_and_a_raising_callback_is_logged(caplog):
     before = snapshot()
     heard = []
-    with mcp.connect(hostile_stdio("odd-progress"), timeout=10) as server:
+    with mcp.connect(hostile_stdio("odd-progress"), timeout=10, env={"SERVER_TOKEN": "tok-0123456789abcdef"}) \
+            as server:
         # true, "5", 10**400 (an OverflowError as a float), NaN, Infinity: skipped; a total or message of the
-        # wrong type (or past a float's range) is None; another request's token is not this call's
+        # wrong type (or past a float's range) is None; another request's token is not this call's; a message
+        # echoing a secret the handle holds (env=) has it as *** (as an error answer has)
         assert server.call_tool("echo", {"text": "hi"}, on_progress=lambda *args: heard.append(args)) == {
             "type": "tool_result", "text": "hi"}
-        assert heard == [(1.0, None, None), (2.5, None, "m")]
+        assert heard == [(1.0, None, None), (2.5, None, "m ***")]
 
         def broken(progress, total, message):
             heard.append(progress)

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Un
 
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, \
     UpstreamError
+from .._redact import scrub_text
 from ..telemetry import (JSONRPC_REQUEST_ID, RPC_RESPONSE_STATUS_CODE, inject_meta,  # a CLIENT span per request,
                          mcp_span)  # its trace context in _meta (no-ops uninstrumented)
 from . import jsonrpc, results
@@ -257,7 +258,7 @@ class Server(object):
         """A message the server sent within the exchange of request ``ident``, whose caller asked for progress:
         a ``notifications/progress`` for its token goes to ``on_progress`` (progress, total, message: the
         numbers as floats; a progress that is no finite number is skipped, a total that is none or a message that
-        is no string is None); anything else as ``_on_message``."""
+        is no string is None, the handle's secrets in it as ``***``); anything else as ``_on_message``."""
         if message.kind != "notification" or message.method != "notifications/progress":
             self._on_message(message, deadline)
             return
@@ -268,6 +269,8 @@ class Server(object):
         progress, total, text = _number(params.get("progress")), _number(params.get("total")), params.get("message")
         if progress is None:
             return
+        if isinstance(text, str) and self._channel.secrets:  # (a credential the handle holds, echoed: as in errors)
+            text = scrub_text(text, list(self._channel.secrets))
         try:
             on_progress(progress, total, text if isinstance(text, str) else None)
         except Exception as error:  # the caller's callback: the call goes on (and the reader of stdio with it)
