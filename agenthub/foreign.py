@@ -19,12 +19,19 @@ sends it again):
    on the call and on its result alike, so the pair still matches; every other id is sent byte for byte.
    An id the target's own protocol issued (a tool_call whose fidelity carries the family's mark: an
    openai-chat server's long id is marked ``issued_id``) goes back to that protocol as it came.
-4. Nothing else changes: order (each tool_result still follows its call), text, tool arguments, media.
+4. Claude's redacted thinking moves between Claude's two wires: Anthropic's ``redacted_thinking`` ``data``
+   (fidelity ``redacted_data``) and Bedrock Converse's ``reasoningContent.redactedContent`` (fidelity
+   ``redacted_content``, a blob the JSON wire carries as base64) are the same bytes, base64 text on both, so an
+   item carrying one goes to the other wire under that wire's key (the value as it came; one that is not
+   base64 is dropped as any foreign mark is, Bedrock could not decode it).
+5. Nothing else changes: order (each tool_result still follows its call), text, tool arguments, media.
 
 The marks, what each dialect reads and its tool_call id rule are facts of its record in the dialect index
 (``agenthub.providers.DIALECTS``: ``marks``, ``reads``, ``call_ids``); ``MARKS`` and ``READS`` below are read from it.
 """
 
+import base64
+import binascii
 import hashlib
 import logging
 from operator import is_ as _is
@@ -51,6 +58,27 @@ READS = {name: tuple(family for family, _ in MARKS) if record.reads == ALL_FAMIL
          for name, record in DIALECTS.items()}
 
 _CONVERTED = ("thinking", "inline_thinking", "compaction")
+
+#: Claude's redacted thinking on its two wires: target dialect -> (the other wire's fidelity key, the target's own)
+_REDACTED = {"bedrock": ("redacted_data", "redacted_content"), "anthropic": ("redacted_content", "redacted_data")}
+
+
+def _redacted_for(item: Mapping[str, Any], keys: Tuple[str, str]) -> Mapping[str, Any]:
+    """``item`` with the other Claude wire's redacted thinking under the target's key (``item`` itself when it
+    carries none, or a value that is not base64)."""
+    fidelity = item.get("fidelity")
+    other, own = keys
+    if not isinstance(fidelity, Mapping) or other not in fidelity or own in fidelity:
+        return item
+    data = fidelity[other]
+    try:
+        if not isinstance(data, str) or not data or not base64.b64decode(data, validate=True):
+            return item
+    except (binascii.Error, ValueError):
+        return item
+    moved = {key: value for key, value in fidelity.items() if key != other}
+    moved[own] = data
+    return dict(item, fidelity=moved)
 
 #: a compaction item's ``fidelity["format"]`` (providers._common.COMPACTION_FORMAT) -> its family
 _COMPACTION_FAMILIES = {record.compaction: name for name, record in DIALECTS.items() if record.compaction}
@@ -139,14 +167,19 @@ def _own(messages: Sequence[Mapping[str, Any]], reads: Sequence[str]) -> set:
 def _convert(messages: Sequence[Mapping[str, Any]], dialect: str, reads: Sequence[str], own: Any,
              foreign_thinking: str, changed: Dict[str, int], out: List[Mapping[str, Any]], rewritable: set) -> None:
     """``messages`` converted onto ``out``; ``rewritable`` gains every id the dialect would rewrite."""
+    redacted = _REDACTED.get(dialect)
     for message in messages:
         items = message.get("content_items") or []
         new_items = None  # type: Optional[List[Any]]
         for index, item in enumerate(items):
             replacement = item  # type: Any
             kind = item.get("type")
+            if redacted is not None and (kind == "thinking" or kind == "text") and item.get("fidelity"):
+                replacement = _redacted_for(item, redacted)
+                if replacement is not item:
+                    changed["redacted_moved"] = changed.get("redacted_moved", 0) + 1
             if kind in _CONVERTED:
-                family = family_of(item)
+                family = family_of(replacement)
                 if family is not None and family not in reads:
                     if kind == "thinking" and foreign_thinking == "text" and item.get("thinking"):
                         replacement = {"type": "text", "text": item["thinking"]}
