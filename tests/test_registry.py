@@ -447,7 +447,7 @@ def test_openai_strict_mode_is_a_quirk_the_hosts_that_run_it_set():
     """The OpenAI dialects read no client type: api.openai.com and Azure OpenAI (its host record) carry the quirk
     ``strict_subset`` (a strict schema outside OpenAI's documented subset is refused before sending); a gateway
     or a compatible server speaking the dialect does not, and neither does Claude on Foundry."""
-    own = {"strict_subset": True, "answers_required": True}
+    own = {"strict_subset": True, "answers_required": True, "image_subset": True}
     assert resolve("gpt-5.5", environ={"OPENAI_API_KEY": "sk-1"})[3] == own
     assert resolve("gpt-5.5", "openai-responses", "https://api.openai.com/v1", "k")[3] == own
     azure = {"AZURE_OPENAI_ENDPOINT": "https://res-1.openai.azure.com", "AZURE_OPENAI_API_KEY": "a"}

@@ -19,7 +19,9 @@ first user message), or the exact error.  The cases are the ones a wire got wron
 - an item carrying Anthropic's ``cache_control`` (no wire reads it from an item: the breakpoint was lost unseen)
   is a ConfigError naming agenthub's mark, ``cache_breakpoint``;
 - an image type Claude does not take (its four: JPEG, PNG, GIF, WebP) is an error before sending on Anthropic as on
-  Bedrock, and ``image/jpg`` (a common misspelling) goes as the ``image/jpeg`` it means on every wire that is given
+  Bedrock, as one Gemini does not take (PNG, JPEG, WebP, HEIC, HEIF) is on Gemini, and one OpenAI does not (PNG,
+  JPEG, WebP, GIF) at the hosts that run OpenAI's models (the local server here is not checked: see
+  test_an_image_type_the_host_does_not_take_is_refused_before_sending); ``image/jpg`` (a common misspelling) goes as the ``image/jpeg`` it means on every wire that is given
   the bytes (Anthropic sent it as it was: a 400);
 - an ``image_url`` that is not an image (a PDF or audio data URI, a PDF's URL) goes as the same bytes given as
   ``inline_data`` go, or as the wire's document by URL; where the wire takes no such thing, a typed error
@@ -517,8 +519,9 @@ EXPECT = {
          'anthropic: inline_data of type image/svg+xml cannot be sent over the Anthropic Messages '
          'API (its images are JPEG, PNG, GIF or WebP)'),
     ('gemini', 'an SVG image'):
-        [{'role': 'user',
-          'parts': [{'text': 'q'}, {'inlineData': {'mimeType': 'image/svg+xml', 'data': 'PHN2Zy8+'}}]}],
+        (UnsupportedParameterError,
+         'gemini: inline_data of type image/svg+xml cannot be sent over the Gemini API (its images are PNG, JPEG, '
+         'WebP, HEIC or HEIF)'),
     ('gemini-interactions', 'an SVG image'):
         [{'type': 'user_input',
           'content': [{'type': 'text', 'text': 'q'},
@@ -585,6 +588,51 @@ def test_each_part_reaches_the_wire_or_is_refused_before_sending(wire, case, aws
     else:
         assert error is None, "refused: {}".format(error)
         assert EXTRACT[wire](body) == expected
+
+
+#: (client_type, model, base_url) -> the image types its host takes
+IMAGE_HOSTS = {
+    ("openai-chat", "gpt-5.5", "https://api.openai.com/v1"): ("PNG, JPEG, WebP or GIF", "Chat Completions"),
+    ("openai-responses", "gpt-5.5", "https://api.openai.com/v1"): ("PNG, JPEG, WebP or GIF", "the Responses API"),
+    ("gemini", "gemini-3.5-flash", "https://generativelanguage.googleapis.com"):
+        ("PNG, JPEG, WebP, HEIC or HEIF", "the Gemini API"),
+}
+TAKEN = {"PNG, JPEG, WebP or GIF": {"image/png", "image/jpeg", "image/jpg", "image/webp", "image/gif"},
+         "PNG, JPEG, WebP, HEIC or HEIF": {"image/png", "image/jpeg", "image/jpg", "image/webp", "image/heic",
+                                           "image/heif"}}
+
+
+def _image_cases(mime):
+    uri = "data:{};base64,AAEC".format(mime)
+    return {"inline_data": [_user({"type": "text", "text": "q"},
+                                  {"type": "inline_data", "data": b"\x00\x01\x02", "mime_type": mime})],
+            "a data URI": [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": uri})],
+            "a tool result's image": [ASK, CALLS, _user(_result("c1", "r1", images=[uri]), _result("c2", "r2"))]}
+
+
+@pytest.mark.parametrize("host", list(IMAGE_HOSTS), ids=lambda host: host[0])
+@pytest.mark.parametrize("mime", ["image/png", "image/jpeg", "image/jpg", "image/webp", "image/gif", "image/heic",
+                                  "image/heif", "image/svg+xml", "image/bmp", "image/tiff"])
+def test_an_image_type_the_host_does_not_take_is_refused_before_sending(host, mime):
+    client_type, model, base_url = host
+    names, wire = IMAGE_HOSTS[host]
+    client = AutoLLMClient(model, client_type=client_type, base_url=base_url, api_key="k")
+    for how, messages in _image_cases(mime).items():
+        if mime.lower() in TAKEN[names]:
+            client.plan(messages, CONFIG)
+            continue
+        with pytest.raises(UnsupportedParameterError) as caught:
+            client.plan(messages, CONFIG)
+        assert str(caught.value) == "{}: inline_data of type {} cannot be sent over {} (its images are {})".format(
+            client_type, mime, wire, names), how
+
+
+def test_a_local_chat_server_is_sent_any_image_type():
+    """A server not known to run OpenAI's models may take other types (vLLM reads what its image library reads)."""
+    for client_type in ("openai-chat", "openai-responses"):
+        client = AutoLLMClient("m", client_type=client_type, base_url="http://127.0.0.1:9/v1", api_key="k")
+        for messages in _image_cases("image/bmp").values():
+            client.plan(messages, CONFIG)
 
 
 # -- config["tools"]: a name the wire refuses is a ConfigError before sending (the tool runner's rule) ----------

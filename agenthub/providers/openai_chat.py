@@ -20,6 +20,8 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 - ``response_formats``: the response_format types the server honours (others raise);
 - ``fast_mode``: False when the server has no priority tier (``fast_mode`` raises instead of
   sending ``service_tier: "priority"``);
+- ``image_subset``: the server takes OpenAI's image types alone (PNG, JPEG, WebP, GIF: OpenAI, Azure); an image
+  of another type given as bytes is an UnsupportedParameterError before sending;
 - ``answers_required``: the server refuses a tool call left unanswered before the next turn (OpenAI, Azure,
   DeepSeek, DashScope, Moonshot: a 400), so such a history is a ConfigError before sending
   (``validate.check_tool_pairs``); a server without it (a local one) is sent the history as it is.
@@ -55,7 +57,7 @@ from .openai_responses import BREAKPOINT, cache_options, cache_written, check_br
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, pdf_url, request_headers, samplers,
                       to_int, unsupported)
-from ._common import refuse_mcp_servers
+from ._common import OPENAI_IMAGE_TYPES, check_image_type, refuse_mcp_servers
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
@@ -199,6 +201,8 @@ def _image_part(endpoint: Endpoint, url: str) -> Dict[str, Any]:
                                                              "takes images by URL, no document")
     if endpoint.quirks.get("images") is False:
         raise unsupported(endpoint.client_type, "image input", "is not supported by this model")
+    if parsed is not None and endpoint.quirks.get("image_subset"):
+        check_image_type(endpoint.client_type, parsed[0], OPENAI_IMAGE_TYPES, "Chat Completions")
     return {"type": "image_url", "image_url": {"url": url}}
 
 
@@ -817,8 +821,8 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
 
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("answers_required", "echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field",
-                "reasoning_field", "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
+    quirk_keys=("answers_required", "echo_reasoning_on_tool_turns", "fast_mode", "image_subset", "images",
+                "max_tokens_field", "reasoning_field", "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
     models_request=openai_models_request, parse_models=parse_data_list,
 )
