@@ -35,6 +35,7 @@ checked so in test_anthropic.py and test_gemini.py.
 
 import base64
 import json
+import logging
 
 import pytest
 
@@ -95,6 +96,9 @@ CASES = {
                            {"type": "inline_data", "data": b"<svg/>", "mime_type": "image/svg+xml"})],
     "Anthropic's cache_control on an item": [_user({"type": "text", "text": "q",
                                                     "cache_control": {"type": "ephemeral"}})],
+    "images in an assistant turn": [ASK, {"role": "assistant", "content_items": [
+        {"type": "text", "text": "here"}, {"type": "inline_data", "data": b"\x89PNG", "mime_type": "image/png"},
+        {"type": "image_url", "image_url": PNG_URL}]}, _user({"type": "text", "text": "nice"})],
 }
 
 WIRES = ("openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions", "bedrock")
@@ -542,6 +546,31 @@ EXPECT = {
         NOT_CACHE_CONTROL,
     ('bedrock', "Anthropic's cache_control on an item"):
         NOT_CACHE_CONTROL,
+    # -- images in an assistant turn: only Gemini's wires take them (Gemini's image models answer with them); the
+    # others refuse an image in an assistant message (Anthropic and Bedrock's Claude: "'image' blocks are not
+    # permitted within assistant turns"; Chat Completions: "Image URLs are only allowed for messages with role
+    # 'user'"; a Responses assistant message holds output_text and refusal alone): left out with a warning
+    ('openai-chat', 'images in an assistant turn'):
+        [{'role': 'assistant', 'content': 'here'}, {'role': 'user', 'content': 'nice'}],
+    ('openai-responses', 'images in an assistant turn'):
+        [{'type': 'message', 'role': 'assistant', 'content': [{'type': 'output_text', 'text': 'here',
+                                                               'annotations': []}]},
+         {'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': 'nice'}]}],
+    ('anthropic', 'images in an assistant turn'):
+        [{'role': 'assistant', 'content': [{'type': 'text', 'text': 'here'}]},
+         {'role': 'user', 'content': [{'type': 'text', 'text': 'nice'}]}],
+    ('gemini', 'images in an assistant turn'):
+        [{'role': 'model', 'parts': [{'text': 'here'}, {'inlineData': {'mimeType': 'image/png', 'data': 'iVBORw=='}},
+                                     {'fileData': {'mimeType': 'image/png', 'fileUri': PNG_URL}}]},
+         {'role': 'user', 'parts': [{'text': 'nice'}]}],
+    ('gemini-interactions', 'images in an assistant turn'):
+        [{'type': 'model_output', 'content': [{'type': 'text', 'text': 'here'},
+                                              {'type': 'image', 'data': 'iVBORw==', 'mime_type': 'image/png'},
+                                              {'type': 'image', 'uri': PNG_URL, 'mime_type': 'image/png'}]},
+         {'type': 'user_input', 'content': [{'type': 'text', 'text': 'nice'}]}],
+    ('bedrock', 'images in an assistant turn'):
+        [{'role': 'assistant', 'content': [{'text': 'here'}]},
+         {'role': 'user', 'content': [{'text': 'nice'}, {'cachePoint': {'type': 'default'}}]}],
 }
 
 
@@ -633,6 +662,24 @@ def test_a_local_chat_server_is_sent_any_image_type():
         client = AutoLLMClient("m", client_type=client_type, base_url="http://127.0.0.1:9/v1", api_key="k")
         for messages in _image_cases("image/bmp").values():
             client.plan(messages, CONFIG)
+
+
+WIRE_NAMES = {"openai-chat": "Chat Completions", "openai-responses": "the Responses API",
+              "anthropic": "the Anthropic API", "bedrock": "Bedrock Converse"}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_an_assistant_image_a_wire_refuses_is_left_out_with_a_warning(wire, caplog):
+    client = plan_client(wire) if wire != "bedrock" else AutoLLMClient(
+        MODELS[wire], client_type="bedrock", base_url="http://127.0.0.1:9", api_key="ABSKbedrock-api-key-0003")
+    with caplog.at_level(logging.WARNING, logger="agenthub"):
+        client.plan(CASES["images in an assistant turn"], CONFIG)
+    warned = [record.getMessage() for record in caplog.records if "assistant" in record.getMessage()]
+    if wire in WIRE_NAMES:
+        assert warned == ["an assistant {} item cannot be replayed over {}; it is left out".format(
+            kind, WIRE_NAMES[wire]) for kind in ("inline_data", "image_url")]
+    else:
+        assert warned == []
 
 
 # -- config["tools"]: a name the wire refuses is a ConfigError before sending (the tool runner's rule) ----------
