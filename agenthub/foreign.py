@@ -26,6 +26,12 @@ sends it again):
    base64 is dropped as any foreign mark is, Bedrock could not decode it).
 5. Nothing else changes: order (each tool_result still follows its call), text, tool arguments, media.
 
+Apart from these, ``results_next_to_calls`` (for the wires that take a call's results only in the user turn right
+after it: Anthropic, Gemini and its Interactions API, Chat Completions) joins the user messages that follow an
+assistant message into one when a later one holds tool results and an earlier one other items (a text typed while
+the tools ran): each wire then sends the results first, as it does within one message (Bedrock joins consecutive
+user messages itself).
+
 The marks, what each dialect reads and its tool_call id rule are facts of its record in the dialect index
 (``agenthub.providers.DIALECTS``: ``marks``, ``reads``, ``call_ids``); ``MARKS`` and ``READS`` below are read from it.
 """
@@ -38,8 +44,10 @@ from operator import is_ as _is
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .providers import ALL_FAMILIES, ANY_ID, DIALECTS
+from .validate import CACHE_BREAKPOINT
 
-__all__ = ["MARKS", "READS", "family_of", "for_dialect", "for_dialect_resumed", "FOREIGN_THINKING"]
+__all__ = ["MARKS", "READS", "family_of", "for_dialect", "for_dialect_resumed", "FOREIGN_THINKING",
+           "results_next_to_calls", "RESULTS_NEXT"]
 
 logger = logging.getLogger("agenthub")
 
@@ -151,6 +159,59 @@ def for_dialect_resumed(messages: Sequence[Mapping[str, Any]], dialect: str, for
     else:
         prior.stash["foreign"] = (context, list(messages), list(out), frozenset(own), frozenset(rewritable))
     return out
+
+
+#: the dialects whose API takes a call's results only in the user turn right after the call (Anthropic: "tool_result
+#: blocks must come first" in that message; Gemini: the function response turn comes right after the function call
+#: turn, as the Interactions API's steps are sent; Chat Completions: the tool messages follow the assistant message
+#: with 'tool_calls'), and which join no user messages themselves (Bedrock joins consecutive user messages;
+#: Responses' input items keep their order)
+RESULTS_NEXT = frozenset(("anthropic", "gemini", "gemini-interactions", "openai-chat"))
+
+
+def results_next_to_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """``messages``, or (when some user messages after an assistant message hold tool results after a user message
+    with other items) a copy where each such run of user messages is one message: its items in order, each
+    message's ``cache_breakpoint`` kept on its last item, the other keys the run's first message's.  The caller's
+    messages are never changed; ``messages`` itself comes back when there is nothing to join."""
+    out = None  # type: Optional[List[Mapping[str, Any]]]
+    index, count = 0, len(messages)
+    while index < count:
+        message = messages[index]
+        end = index + 1
+        if message.get("role") == "user" and index and messages[index - 1].get("role") == "assistant":
+            while end < count and messages[end].get("role") == "user":
+                end += 1
+        if end - index > 1 and _result_after_other(messages[index:end]):
+            if out is None:
+                out = list(messages[:index])
+            out.append(_joined(messages[index:end]))
+        elif out is not None:
+            out.extend(messages[index:end])
+        index = end
+    return messages if out is None else out
+
+
+def _result_after_other(run: Sequence[Mapping[str, Any]]) -> bool:
+    other = False
+    for message in run:
+        items = message.get("content_items") or ()
+        if other and any(item.get("type") == "tool_result" for item in items):
+            return True
+        other = other or any(item.get("type") != "tool_result" for item in items)
+    return False
+
+
+def _joined(run: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    joined = {key: value for key, value in run[0].items() if key != CACHE_BREAKPOINT}
+    items = []  # type: List[Any]
+    for message in run:
+        own = list(message.get("content_items") or ())
+        if message.get(CACHE_BREAKPOINT) is True and own:
+            own[-1] = dict(own[-1], **{CACHE_BREAKPOINT: True})
+        items.extend(own)
+    joined["content_items"] = items
+    return joined
 
 
 def _own(messages: Sequence[Mapping[str, Any]], reads: Sequence[str]) -> set:

@@ -10,7 +10,7 @@ import pytest
 import bedrock_frames as bf
 from agenthub import AutoLLMClient, collect
 from agenthub.eventstream import iter_messages
-from agenthub.foreign import family_of, for_dialect
+from agenthub.foreign import family_of, for_dialect, results_next_to_calls
 from agenthub.providers import anthropic
 from agenthub.providers.bedrock import parse_stream as bedrock_parse
 from agenthub.stream import drive
@@ -230,3 +230,57 @@ def test_an_openai_chat_servers_own_long_tool_id_goes_back_to_it_byte_for_byte()
     for target in ("anthropic", "openai-responses"):   # for another protocol the id is still what that one takes
         out, _ = for_dialect(history, target)
         assert [i["tool_call_id"] for m in out for i in m["content_items"] if "tool_call_id" in i] == [own, own]
+
+
+# -- a user text between a call and the message of its results: that run of user messages is one message ---------
+
+ASKED = {"role": "user", "content_items": [{"type": "text", "text": "weather?"}]}
+CALLED = {"role": "assistant", "content_items": [
+    {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Paris"}, "tool_call_id": "c1"}]}
+TYPED = {"role": "user", "content_items": [{"type": "text", "text": "in Celsius"}], "cache_breakpoint": True}
+RESULT = {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c1", "text": "18 C"}],
+          "created_at": 5}
+
+
+def test_a_text_message_between_a_call_and_its_results_is_joined_with_them():
+    history = [ASKED, CALLED, TYPED, RESULT]
+    before = copy.deepcopy(history)
+    assert results_next_to_calls(history) == [ASKED, CALLED, {"role": "user", "content_items": [
+        {"type": "text", "text": "in Celsius", "cache_breakpoint": True},
+        {"type": "tool_result", "tool_call_id": "c1", "text": "18 C"}]}]
+    assert history == before
+
+
+@pytest.mark.parametrize("history", [
+    [ASKED, CALLED, RESULT, TYPED],    # the results first: each wire sends it as it is
+    [ASKED, TYPED],                    # no assistant message before
+    [ASKED, CALLED, RESULT],
+    [CALLED, TYPED, TYPED],            # no results
+], ids=["results first", "no call", "one message", "no results"])
+def test_messages_with_nothing_to_join_come_back_as_they_are(history):
+    assert results_next_to_calls(history) is history
+
+
+@pytest.mark.parametrize("client_type", ["anthropic", "gemini", "openai-chat"])
+def test_a_stateful_turn_whose_history_has_a_text_before_the_results_sends_them_first(client_type):
+    from sse_server import SSEServer
+
+    with SSEServer() as server:
+        client = AutoLLMClient("m", client_type=client_type, api_key="k", max_retries=0,
+                               base_url=server.url + ("/v1" if client_type == "openai-chat" else ""))
+        typed = {key: value for key, value in TYPED.items() if key != "cache_breakpoint"}  # (Gemini takes none)
+        client.set_history([ASKED, CALLED, typed])
+        try:
+            list(client.streaming_response_stateful(RESULT, {"tools": [{"name": "get_weather"}]}))
+        except Exception:
+            pass  # (the local server's answer is no real one: only the request is looked at)
+        (request,) = server.requests
+    body = request["body"]
+    sent = body.get("messages") or body.get("contents")
+    if client_type == "anthropic":
+        assert sent[2]["content"][0] == {"type": "tool_result", "tool_use_id": "c1", "content": "18 C"}
+    elif client_type == "gemini":
+        assert sent[2]["parts"] == [{"functionResponse": {"name": "get_weather", "id": "c1",
+                                                          "response": {"result": "18 C"}}}]
+    else:
+        assert sent[2] == {"role": "tool", "tool_call_id": "c1", "content": "18 C"}

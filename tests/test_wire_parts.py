@@ -4,7 +4,8 @@ with a typed error before anything is sent, the same way on every provider.
 One table: ``EXPECT[(wire, case)]`` is the exact part of the recorded body the case is about (the turns after the
 first user message), or the exact error.  The cases are the ones a wire got wrong:
 
-- a user message holding tool results and other parts (text, an image by URL, a result's linked image): Gemini
+- a user message holding tool results and other parts (text, an image by URL, a result's linked image; or a user
+  message of text between the call and the message of its results, taken as one message with it): Gemini
   takes the turn right after a function call turn as its responses, one per call (a text or an image between
   them splits that turn: "the number of function response parts is equal to the number of function call
   parts", a 400), so there the responses come first, all in one content, the other parts after them in their
@@ -21,8 +22,8 @@ first user message), or the exact error.  The cases are the ones a wire got wron
 - an image type Claude does not take (its four: JPEG, PNG, GIF, WebP) is an error before sending on Anthropic as on
   Bedrock, as one Gemini does not take (PNG, JPEG, WebP, HEIC, HEIF) is on Gemini, and one OpenAI does not (PNG,
   JPEG, WebP, GIF) at the hosts that run OpenAI's models (the local server here is not checked: see
-  test_an_image_type_the_host_does_not_take_is_refused_before_sending); ``image/jpg`` (a common misspelling) goes as the ``image/jpeg`` it means on every wire that is given
-  the bytes (Anthropic sent it as it was: a 400);
+  test_an_image_type_the_host_does_not_take_is_refused_before_sending); ``image/jpg`` (a common misspelling) goes
+  as the ``image/jpeg`` it means on every wire that is given the bytes (Anthropic sent it as it was: a 400);
 - an ``image_url`` that is not an image (a PDF or audio data URI, a PDF's URL) goes as the same bytes given as
   ``inline_data`` go, or as the wire's document by URL; where the wire takes no such thing, a typed error
   (Chat Completions and Responses sent a PDF as an image, a 400; the Interactions API typed a PDF's URL image).
@@ -77,6 +78,8 @@ CASES = {
         {"type": "text", "text": "mind"}, _result("c1", "r1"), _result("c2", "r2"))],
     "text between the results": [ASK, CALLS, _user(
         _result("c1", "r1"), {"type": "text", "text": "mind"}, _result("c2", "r2"))],
+    "a text message before the results' message": [ASK, CALLS, _user({"type": "text", "text": "mind"}),
+                                                   _user(_result("c1", "r1"), _result("c2", "r2"))],
     "a PDF data URI as image_url": [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": PDF_URI})],
     "a PDF's URL as image_url": [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": PDF_URL})],
     "an audio data URI as image_url": [_user({"type": "text", "text": "q"},
@@ -578,6 +581,14 @@ EXPECT = {
 # a text between the results goes as a text before them does, but on the Responses API (its input items keep the order)
 EXPECT.update({(wire, "text between the results"): EXPECT[(wire, "text before the results")]
                for wire in WIRES if wire != "openai-responses"})
+# a text typed in a message of its own before the results' message (while the tools ran) goes as a text before the
+# results in their message does: the wires that take the results only in the turn right after the call (Anthropic,
+# Gemini and Interactions, Chat Completions) get that run of user messages as one (Anthropic: "tool_result blocks
+# must come first"; Chat Completions: the tool messages follow the assistant message; Gemini: the function response
+# turn follows the function call turn), as Bedrock joins consecutive user messages; the Responses API's input items
+# keep the order
+EXPECT.update({(wire, "a text message before the results' message"): EXPECT[(wire, "text before the results")]
+               for wire in WIRES})
 
 
 def _send(wire, messages, aws_env):

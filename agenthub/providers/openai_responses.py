@@ -1742,8 +1742,8 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("encrypted_reasoning", "fast_mode", "image_subset", "reasoning", "reasoning_efforts", "response_formats",
-                "strict_subset"),
+    quirk_keys=("encrypted_reasoning", "fast_mode", "image_subset", "reasoning", "reasoning_efforts",
+                "response_formats", "strict_subset"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
     accepts=("background", "compaction", "mcp_servers"), compaction_format="openai",
