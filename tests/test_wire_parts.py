@@ -667,6 +667,24 @@ def test_an_image_type_the_host_does_not_take_is_refused_before_sending(host, mi
             client_type, mime, wire, names), how
 
 
+@pytest.mark.parametrize("url,refused", [("https://files.example/a.gif", "image/gif"),
+                                         ("gs://bucket/b.svg?x=1", "image/svg+xml"),
+                                         ("https://files.example/c.png", None), ("https://files.example/d", None)])
+def test_a_gemini_image_url_whose_extension_names_a_type_gemini_refuses_is_refused(url, refused):
+    """Gemini's fileData goes with the type the URL's extension names: one Gemini does not take is refused."""
+    client = AutoLLMClient("gemini-3.5-flash", client_type="gemini", api_key="k",
+                           base_url="https://generativelanguage.googleapis.com")
+    messages = [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": url})]
+    if refused is None:
+        client.plan(messages, CONFIG)
+        return
+    with pytest.raises(UnsupportedParameterError) as caught:
+        client.plan(messages, CONFIG)
+    assert str(caught.value) == ("gemini: image_url of type {} cannot be sent over the Gemini API (its images are "
+                                 "PNG, JPEG, WebP, HEIC or HEIF)".format(refused))
+    assert caught.value.parameter == "image_url"
+
+
 def test_a_local_chat_server_is_sent_any_image_type():
     """A server not known to run OpenAI's models may take other types (vLLM reads what its image library reads)."""
     for client_type in ("openai-chat", "openai-responses"):

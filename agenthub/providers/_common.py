@@ -658,14 +658,15 @@ _IMAGE_NAMES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WebP", 
                 "image/heic": "HEIC", "image/heif": "HEIF"}
 
 
-def check_image_type(client: str, mime_type: str, accepted: Sequence[str], wire: str) -> None:
+def check_image_type(client: str, mime_type: str, accepted: Sequence[str], wire: str,
+                     parameter: str = "inline_data") -> None:
     """An image (``image/*``) of a type the wire does not take is an UnsupportedParameterError before sending (the
     API's 400 otherwise); ``image/jpg`` is the ``image/jpeg`` it means, parameters (``;charset=``) are no part of
     the type.  Other media are the caller's business."""
     image = mime_type.lower().split(";", 1)[0].strip()
     if image.startswith("image/") and media_type(image) not in accepted:
         names = [_IMAGE_NAMES[kind] for kind in accepted]
-        raise unsupported(client, "inline_data", "of type {} cannot be sent over {} (its images are {} or {})".format(
+        raise unsupported(client, parameter, "of type {} cannot be sent over {} (its images are {} or {})".format(
             mime_type, wire, ", ".join(names[:-1]), names[-1]))
 
 

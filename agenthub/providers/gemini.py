@@ -25,8 +25,8 @@ Request
 - images: data URIs -> ``inlineData``; any other URL (http(s), gs://) -> ``fileData``
   with ``fileUri`` (MIME type guessed from the extension when it can be).  The URL is
   never fetched here: the server reads it (public or signed URLs), or refuses it.  An image given
-  as bytes (inline_data, a data URI) of a type Gemini does not take (its PNG, JPEG, WebP, HEIC, HEIF)
-  is an UnsupportedParameterError before sending.
+  as bytes (inline_data, a data URI), or a URL whose extension names an image type, of a type Gemini
+  does not take (its PNG, JPEG, WebP, HEIC, HEIF) is an UnsupportedParameterError before sending.
 - tool_call -> ``functionCall`` (its ``id`` only when the server gave one; a
   synthetic id is recorded in fidelity and left out); tool_result ->
   ``functionResponse`` ``{name, id?, response: {"result": text}, parts: [images]}``
@@ -387,13 +387,16 @@ def blob_part(mime_type: str, data: Any, client: Optional[str] = None) -> Dict[s
 
 def url_part(url: str, client: Optional[str] = None) -> Dict[str, Any]:
     """An image URL as a part: a data URI is sent inline (``blob_part``), any other URL by reference (never
-    fetched here)."""
+    fetched here), with the type its extension names (with ``client``: an image type Gemini does not take is
+    refused)."""
     parsed = parse_data_uri(url)
     if parsed is not None:
         return blob_part(parsed[0], parsed[1], client)
     file_data = {"fileUri": url}  # type: Dict[str, Any]
     mime = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
     if mime:
+        if client is not None:  # (the type its extension names is the one sent: an image Gemini refuses is refused)
+            check_image_type(client, mime, GEMINI_IMAGE_TYPES, "the Gemini API", "image_url")
         file_data = {"mimeType": mime, "fileUri": url}
     return {"fileData": file_data}
 
