@@ -58,7 +58,7 @@ from .breaker import settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_origin, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
-from .foreign import for_dialect, for_dialect_resumed
+from .foreign import RESULTS_NEXT, for_dialect, for_dialect_resumed, results_next_to_calls
 from .providers import DIALECTS
 from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
@@ -488,6 +488,10 @@ class AutoLLMClient(object):
         else:
             foreign_thinking = "drop"
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
+        if self._dialect in RESULTS_NEXT:
+            joined = results_next_to_calls(messages)
+            if joined is not messages:  # (a user text between a call and its results: its run is one message)
+                messages, prior = joined, None  # type: ignore[assignment]
         if prior is not None and getattr(build, "takes_prior", False):
             messages = for_dialect_resumed(messages, self._dialect, foreign_thinking, prior)  # type: ignore[assignment]
         else:
