@@ -5,7 +5,7 @@ import json
 import os
 from typing import Any, List, Mapping, Optional, TextIO
 
-from .._controls import _as_it_is as _raw, is_terminal, printable, safe, shown_for  # (below the applications)
+from .._controls import _as_it_is as _raw, dollars, is_terminal, printable, safe, shown_for  # (below the applications)
 from .._redact import shown_url
 from ..stream import text_is_utf8
 
@@ -80,9 +80,7 @@ def usage_line(finish_reason: Optional[str], usage: Optional[Mapping[str, Any]],
     return line
 
 
-def _dollars(amount: float) -> str:
-    text = "{:.6f}".format(amount).rstrip("0")
-    return text + "00" if text.endswith(".") else text
+_dollars = dollars  # (the name chat and runs_cli import)
 
 
 def _tokens(count: Optional[int]) -> str:
