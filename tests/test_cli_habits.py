@@ -119,6 +119,19 @@ def test_no_log_and_agenthub_log_prompts_0_keep_the_conversation_out(server, mon
     assert "nothing to continue" in capsys.readouterr().err
 
 
+def test_an_unknown_agenthub_log_prompts_value_keeps_the_conversation_out_and_says_so(server, monkeypatch, capsys):
+    """AGENTHUB_LOG_PROMPTS=disabled (or any value that is neither on nor off) meant "off" to whoever set it:
+    the prompt is not written to the log (it was, silently), and stderr says why, once."""
+    server.answers.extend([chat_answer("a")])
+    monkeypatch.setenv("AGENTHUB_LOG_PROMPTS", "disabled")
+    assert main(["chat", "m", "one"] + local(server)) == 0
+    assert not os.path.exists(os.path.join(os.environ["AGENTHUB_HOME"], "logs.db"))
+    err = capsys.readouterr().err
+    assert err.count("AGENTHUB_LOG_PROMPTS") == 1
+    assert ("agenthub: AGENTHUB_LOG_PROMPTS='disabled' is neither on (1, true, yes, on) nor off (0, false, no, off): "
+            "this conversation is not logged\n") in err
+
+
 def test_the_log_holds_no_key(server, monkeypatch, capsys):
     monkeypatch.setenv("LOCAL_KEY", "sk-secret-local-0009")
     server.answers.append(chat_answer("ok"))

@@ -26,7 +26,8 @@ def test_home_follows_agenthub_home_then_the_platform_data_dir(monkeypatch):
 
 
 @pytest.mark.parametrize("value, on", [("", True), ("1", True), ("0", False), ("false", False), ("off", False),
-                                       ("no", False), ("yes", True)])
+                                       ("no", False), ("yes", True), ("On", True), (" true ", True),
+                                       ("disabled", False), ("never", False), ("2", False)])
 def test_agenthub_log_prompts_switches_it(value, on):
     assert enabled(False, {"AGENTHUB_LOG_PROMPTS": value}) is on
     assert enabled(True, {"AGENTHUB_LOG_PROMPTS": value}) is False

@@ -145,11 +145,14 @@ class _Logged(object):
     chat goes on (the log is a convenience, never a reason to lose an answer)."""
 
     def __init__(self, args: Any, client: Any) -> None:
-        from .conversations import enabled
+        from .conversations import enabled, unknown_setting
 
         self.args = args
         self.client = client
         self.on = enabled(getattr(args, "no_log", False))
+        note = None if getattr(args, "no_log", False) else unknown_setting()
+        if note is not None:
+            print(safe(note), file=sys.stderr)
         self.conversation = None  # type: Optional[str]
         self._log = None  # type: Any
         # a journaled run (--journal STORE --run-id ID) is one conversation of the log, whichever process ran

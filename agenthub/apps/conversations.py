@@ -62,11 +62,26 @@ def home(environ: Optional[Mapping[str, str]] = None) -> str:
     return os.path.join(base, "agenthub")
 
 
+_ON = ("", "1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")
+
+
 def enabled(no_log: bool = False, environ: Optional[Mapping[str, str]] = None) -> bool:
-    """Is the log on?  ``--no-log`` or ``AGENTHUB_LOG_PROMPTS=0`` (also ``false``, ``no``, ``off``) turn it off."""
+    """Is the log on?  ``--no-log`` or ``AGENTHUB_LOG_PROMPTS=0`` (also ``false``, ``no``, ``off``) turn it off;
+    so does a value that is neither on nor off (``disabled``: whoever set it meant off; ``unknown_setting``)."""
     env = os.environ if environ is None else environ
     value = (env.get("AGENTHUB_LOG_PROMPTS") or "").strip().lower()
-    return not no_log and value not in ("0", "false", "no", "off")
+    return not no_log and value in _ON
+
+
+def unknown_setting(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """What stderr says once when ``AGENTHUB_LOG_PROMPTS`` is neither on nor off (the log is then off), else None."""
+    env = os.environ if environ is None else environ
+    raw = env.get("AGENTHUB_LOG_PROMPTS") or ""
+    if raw.strip().lower() in _ON + _OFF:
+        return None
+    return ("agenthub: AGENTHUB_LOG_PROMPTS={!r} is neither on ({}) nor off ({}): this conversation is not "
+            "logged".format(raw[:40], ", ".join(_ON[1:]), ", ".join(_OFF)))
 
 
 def _dumps(value: Any) -> str:
