@@ -8,7 +8,7 @@ import os
 import re
 import signal
 import sys
-from typing import Any, Dict, List, Optional, TextIO
+from typing import Any, Dict, List, Optional, Set, TextIO
 
 from ..stream import surrogates_escaped
 from .terminal import Printer, _dollars, safe
@@ -344,6 +344,8 @@ def _nearest_models(model: str) -> List[str]:
 
 
 def _chat_config(args: Any) -> Dict[str, Any]:
+    from ..errors import ConfigError
+
     config = {}  # type: Dict[str, Any]
     if args.system:
         config["system_prompt"] = args.system
@@ -357,7 +359,14 @@ def _chat_config(args: Any) -> Dict[str, Any]:
         config["trace_id"] = args.trace_id
     if getattr(args, "background", False):
         config["background"] = True
+    given = set()  # type: Set[str]
     for key, value in getattr(args, "options", None) or ():
+        if key in given:
+            raise ConfigError("-o {} is given twice: give it once".format(key))
+        if key in config:  # (a flag set it: one of the two values would be dropped)
+            raise ConfigError("-o {} and {} both set it: give one".format(
+                key, _FLAGS.get(key, "--" + key.replace("_", "-"))))
+        given.add(key)
         config[key] = _option_value(value)
     return config
 
@@ -999,5 +1008,5 @@ def cli_terms(message: str) -> str:
     for pattern, replacement in _CLI_TERMS:
         message = pattern.sub(replacement, message)
     for key, flag in _FLAGS.items():
-        message = re.sub(r"(?<![\w-])" + key + r"\b", flag, message)
+        message = re.sub(r"(?<![\w-])(?<!-o )" + key + r"\b", flag, message)  # (-o KEY: the key as typed)
     return message
