@@ -20,6 +20,8 @@ import time
 import uuid
 from typing import Any, Dict, List, Mapping, Optional
 
+from .._redact import shown_url
+
 __all__ = ["home", "enabled", "Log", "DB_NAME", "export_markdown"]
 
 DB_NAME = "logs.db"
@@ -247,15 +249,37 @@ class Log(object):
         out = []
         for conversation, model, updated, count, first in rows:
             out.append({"id": conversation, "model": model, "updated_at": updated, "turns": count,
-                        "first_prompt": _text_of(self._read(first)) if first else ""})
+                        "first_prompt": _text_of(self._read(first), text_only=True) if first else ""})
         return out
 
 
-def _text_of(message: Optional[Mapping[str, Any]]) -> str:
+def _text_of(message: Optional[Mapping[str, Any]], text_only: bool = False) -> str:
+    """A message's text for ``logs show`` and the Markdown export, with what is not text named in its place
+    (``[image/png, 5 bytes]``, ``[image URL]`` with its query values as ***, ``[tool call NAME(ARGUMENTS)]``;
+    not with ``text_only``: the list's first prompt); thinking is left out."""
     if not message:
         return ""
-    return " ".join(item.get("text", "") for item in message.get("content_items") or ()
-                    if item.get("type") in ("text", "tool_result") and item.get("text"))
+    parts = []  # type: List[str]
+    for item in message.get("content_items") or ():
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind in ("text", "tool_result") and item.get("text"):
+            parts.append(str(item["text"]))
+        elif text_only:
+            continue
+        elif kind == "inline_data":
+            data = item.get("data")
+            parts.append("[{}, {} bytes]".format(item.get("mime_type") or "data",
+                                                 len(data) if isinstance(data, (bytes, str)) else "?"))
+        elif kind == "image_url":
+            url = str(item.get("image_url") or "")
+            parts.append("[image {}]".format(url.split(",", 1)[0] if url.startswith("data:") else shown_url(url)[:200]))
+        elif kind == "tool_call":
+            arguments = json.dumps(item.get("arguments"), ensure_ascii=False, default=str)
+            parts.append("[tool call {}({})]".format(item.get("name"), arguments if len(arguments) <= 200
+                                                     else arguments[:200] + "..."))
+    return " ".join(parts)
 
 
 def export_markdown(log: Log, conversation: str) -> str:
