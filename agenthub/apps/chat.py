@@ -973,6 +973,8 @@ def _next_trace_id(trace_id: str) -> str:
 
 #: library wording -> command-line wording, for error messages (flags and variables, not arguments)
 _CLI_TERMS = (
+    (re.compile(r"\bfallbacks entry "), "--fallback "),
+    (re.compile(r", or give the entry as a client with its own key"), ""),
     (re.compile(r"AutoLLMClient\((['\"])(.*?)\1, client_type='openai-chat', base_url='([^']*)'\)"),
      r"agenthub chat \2 --client-type openai-chat --base-url \3"),
     (re.compile(r"pass api_key= or set ([A-Z0-9_]+(?: or [A-Z0-9_]+)*)"),
