@@ -571,3 +571,13 @@ def test_an_around_request_cannot_swallow_the_turns_error():
                                   headers={"Content-Type": "application/json"})]
         with pytest.raises(ServerError):
             client_for(server).run([USER], tools=[get_weather], hooks=[_Swallows()]).result()
+
+
+def test_a_before_call_answer_of_the_wrong_kind_names_none_among_the_right_ones():
+    """before_call may return None (no say: go on); the error for a wrong answer lists it with the others."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO)]), Answer([chat_text("ok")])]
+        with pytest.raises(ConfigError) as info:
+            client_for(server).run([USER], tools=[get_weather], hooks=[Recorder(decide={"c1": 5})]).result()
+    assert str(info.value) == ("a hook's before_call answer for c1 must be None (no say), True, False, a reason "
+                               "(str) or {'arguments': {...}} (got int)")
