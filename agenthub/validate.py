@@ -270,6 +270,12 @@ def _tool_choice(key: str, value: Any, config: Dict[str, Any]) -> Any:
     if isinstance(value, str):
         if value not in _TOOL_CHOICES:
             raise _bad(key, "'auto', 'required', 'none' or a list of tool names", value)
+        extra = config.get("extra_body")
+        if value == "required" and not config.get("tools") and not config.get("mcp_servers") and not (
+                isinstance(extra, _Mapping) and ("tools" in extra or "toolConfig" in extra)):
+            # (every API answers 400: no model can call a tool it was not given)
+            raise ConfigError("config['tool_choice'] 'required' needs a tool to call: config['tools'] has none "
+                              "(give the tools, or leave tool_choice out)")
         return value
     if isinstance(value, (list, tuple)) and value and all(isinstance(c, str) and c for c in value):
         tool_names = [tool["name"] for tool in config.get("tools") or ()]

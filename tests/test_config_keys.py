@@ -481,3 +481,20 @@ def test_the_first_bad_key_in_the_tables_order_is_the_one_named():
     with pytest.raises(ConfigError) as caught:
         check_config({"tool_choice": ["get"], "tools": [{"name": "other"}]})
     assert str(caught.value) == "config['tool_choice'] names tool(s) not in config['tools']: ['get']"
+
+
+def test_tool_choice_required_with_no_tool_to_call_is_a_config_error_before_sending():
+    """'required' with no tool anywhere can be met by no model: every wire's API answers 400 (Chat Completions:
+    "'tool_choice' is only allowed when 'tools' are specified"); it is a ConfigError before anything is sent.
+    Tools the request gets another way (provider-side MCP servers, built-in tools in extra_body) are tools."""
+    for config in ({"tool_choice": "required"}, {"tool_choice": "required", "tools": []}):
+        with pytest.raises(ConfigError) as caught:
+            check_config(config)
+        assert str(caught.value) == ("config['tool_choice'] 'required' needs a tool to call: config['tools'] "
+                                     "has none (give the tools, or leave tool_choice out)")
+    check_config({"tool_choice": "required", "tools": [{"name": "get"}]})
+    check_config({"tool_choice": "required", "mcp_servers": [{"url": "https://mcp.example.com/mcp", "name": "docs"}]})
+    check_config({"tool_choice": "required", "extra_body": {"tools": [{"type": "web_search"}]}})
+    check_config({"tool_choice": "required", "extra_body": {"toolConfig": {"tools": []}}})
+    check_config({"tool_choice": "none"})
+    check_config({"tool_choice": "auto"})
