@@ -273,7 +273,7 @@ def _tool_choice(key: str, value: Any, config: Dict[str, Any]) -> Any:
         extra = config.get("extra_body")
         if value == "required" and not config.get("tools") and not config.get("mcp_servers") and not (
                 isinstance(extra, _Mapping) and ("tools" in extra or "toolConfig" in extra)):
-            # (every API answers 400: no model can call a tool it was not given)
+            # (no model can call a tool it was not given; Chat Completions answers 400)
             raise ConfigError("config['tool_choice'] 'required' needs a tool to call: config['tools'] has none "
                               "(give the tools, or leave tool_choice out)")
         return value

@@ -484,7 +484,7 @@ def test_the_first_bad_key_in_the_tables_order_is_the_one_named():
 
 
 def test_tool_choice_required_with_no_tool_to_call_is_a_config_error_before_sending():
-    """'required' with no tool anywhere can be met by no model: every wire's API answers 400 (Chat Completions:
+    """'required' with no tool anywhere can be met by no model (Chat Completions answers 400:
     "'tool_choice' is only allowed when 'tools' are specified"); it is a ConfigError before anything is sent.
     Tools the request gets another way (provider-side MCP servers, built-in tools in extra_body) are tools."""
     for config in ({"tool_choice": "required"}, {"tool_choice": "required", "tools": []}):
