@@ -59,7 +59,7 @@ from .breaker import settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_origin, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
-from .foreign import for_dialect, for_dialect_resumed
+from .foreign import RESULTS_NEXT, for_dialect, for_dialect_resumed, results_next_to_calls
 from .providers import DIALECTS
 from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
@@ -489,6 +489,10 @@ class AutoLLMClient(object):
         else:
             foreign_thinking = "drop"
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
+        if self._dialect in RESULTS_NEXT:
+            joined = results_next_to_calls(messages)
+            if joined is not messages:  # (a user text between a call and its results: its run is one message)
+                messages, prior = joined, None  # type: ignore[assignment]
         if prior is not None and getattr(build, "takes_prior", False):
             messages = for_dialect_resumed(messages, self._dialect, foreign_thinking, prior)  # type: ignore[assignment]
         else:
@@ -522,32 +526,35 @@ class AutoLLMClient(object):
             max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
             decisions: Optional[Mapping[str, Any]] = None, hooks: Optional[Sequence[Any]] = None,
             journal: Any = None, run_id: Optional[str] = None, journal_ttl: Optional[float] = None,
-            journal_wait: Optional[float] = None, output: Any = None, output_retries: int = 2) -> "Run":
+            journal_wait: Optional[float] = None, output: Any = None, output_retries: int = 2,
+            max_output_chars: Optional[int] = 1000000) -> "Run":
         """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; docs/tools.md).
         ``hooks``: ToolHooks of this run (agenthub.agent.ToolHook), after this client's.  ``journal`` (a store
         URL or object) and ``run_id``: a run that survives a crash, resumed by calling again with the same
         ``run_id`` (docs/tools.md, "Runs that survive a crash"); ``journal_ttl`` seconds it is kept after its
         last write (None: until forgotten), ``journal_wait`` seconds to wait for a live owner to let go.
         ``output``: a type (as ``parse`` takes) the final answer must be: ``RunResult.output``, re-asked at most
-        ``output_retries`` times in the same loop (docs/typed-output.md, "In a tool run")."""
+        ``output_retries`` times in the same loop (docs/typed-output.md, "In a tool run").  ``max_output_chars``:
+        the longest text of a tool's result (its head and a marker saying how much was cut; None: no limit)."""
         return (_RUN or _run_class())(
             self, messages, config, tools, max_turns, parallel, approve, decisions, hooks=hooks, journal=journal,
             run_id=run_id, journal_ttl=journal_ttl, journal_wait=journal_wait, output=output,
-            output_retries=output_retries, **self._run_hooks(config))
+            output_retries=output_retries, max_output_chars=max_output_chars, **self._run_hooks(config))
 
     def run_stateful(self, message: Optional[UniMessage], config: Optional[UniConfig] = None, *,
                      tools: Sequence[Any], max_turns: int = 10, parallel: int = 4,
                      approve: Optional[Callable[[ToolCallItem], Any]] = None,
                      decisions: Optional[Mapping[str, Any]] = None, hooks: Optional[Sequence[Any]] = None,
                      journal: Any = None, run_id: Optional[str] = None, journal_ttl: Optional[float] = None,
-                     journal_wait: Optional[float] = None, output: Any = None, output_retries: int = 2) -> "Run":
+                     journal_wait: Optional[float] = None, output: Any = None, output_retries: int = 2,
+                     max_output_chars: Optional[int] = 1000000) -> "Run":
         """``run`` on and into this instance's history (each turn appended as it completes, each turn's tool
-        results as soon as its calls ran, a re-ask with its answer); ``journal``/``run_id``, ``output`` and
-        ``output_retries`` as ``run``'s."""
+        results as soon as its calls ran, a re-ask with its answer); ``journal``/``run_id``, ``output``,
+        ``output_retries`` and ``max_output_chars`` as ``run``'s."""
         return (_RUN or _run_class())(
             self, None, config, tools, max_turns, parallel, approve, decisions, True, message, hooks=hooks,
             journal=journal, run_id=run_id, journal_ttl=journal_ttl, journal_wait=journal_wait, output=output,
-            output_retries=output_retries, **self._run_hooks(config))
+            output_retries=output_retries, max_output_chars=max_output_chars, **self._run_hooks(config))
 
     def _run_hooks(self, config: Any) -> Dict[str, Any]:
         """What a run takes from this client: its hooks (those with ToolHook methods apply to runs), the

@@ -89,6 +89,21 @@ __all__ = ["Run", "RunResult", "wire_name_problem", "call_digest", "current_call
 
 #: the longest error text a tool_result carries (the exception's text is cut there)
 MAX_ERROR_CHARS = 500
+#: run(max_output_chars=)'s default: the longest text of a tool's result the model (and the run's messages, the
+#: journal, a trace) gets, the marker included; about 250k tokens, past most context windows
+MAX_OUTPUT_CHARS = 1000000
+_CUT = "\n[... {} more characters cut by agenthub (max_output_chars={})]"
+
+
+def _cut(item: Dict[str, Any], limit: Optional[int]) -> Dict[str, Any]:
+    """``item`` with its text at most ``limit`` characters: its head, then a marker saying how many were cut
+    (within the limit)."""
+    text = item.get("text")
+    if limit is None or not isinstance(text, str) or len(text) <= limit:
+        return item
+    kept = limit - len(_CUT.format(len(text), limit))  # (the count cut has no more digits than the whole's)
+    kept = limit - len(_CUT.format(len(text) - kept, limit))  # (nor than this first guess's: at most the limit)
+    return dict(item, text=text[:kept] + _CUT.format(len(text) - kept, limit))
 
 def _name_rule(client: Any) -> Any:
     """The dialect record (``agenthub.providers.Dialect``) whose ``tool_names`` rule ``client``'s wire takes:
@@ -976,9 +991,12 @@ class Run(object):
                  message: Optional[Message] = None, hooks: Any = None, client_hooks: Sequence[Any] = (),
                  trace: Any = None, journal: Any = None, run_id: Optional[str] = None,
                  journal_ttl: Optional[float] = None, journal_wait: Optional[float] = None, output: Any = None,
-                 output_retries: int = 2) -> None:
+                 output_retries: int = 2, max_output_chars: Optional[int] = MAX_OUTPUT_CHARS) -> None:
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
             raise ConfigError("max_turns must be an int >= 1")
+        if max_output_chars is not None and (isinstance(max_output_chars, bool)
+                                             or not isinstance(max_output_chars, int) or max_output_chars < 100):
+            raise ConfigError("max_output_chars must be an int >= 100 or None (got {!r})".format(max_output_chars))
         if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
             raise ConfigError("parallel must be an int >= 1 (1: one call at a time)")
         if approve is not None and not callable(approve):
@@ -1037,6 +1055,7 @@ class Run(object):
                 self._send = {k: v for k, v in checked.items() if k != "trace_id"} if trace is not None else checked
         self._max_turns = max_turns
         self._parallel = parallel
+        self._max_output_chars = max_output_chars
         self._approve = approve
         self._decisions = dict(decisions or {})
         #: the new messages so far (assistant turns as collected, user tool_result messages)
@@ -1297,8 +1316,27 @@ class Run(object):
             error = exc
             raise
         finally:
-            for method in self._methods["on_run_end"]:
+            self._run_end(error)
+
+    def _run_end(self, error: Optional[BaseException]) -> None:
+        """Every hook's on_run_end (the trace writer's and telemetry's come last: one that raised before them
+        must not leave a trace or a span open).  A hook's Exception does not replace the run's own error (it is
+        logged); on a run that ended without one, the first is raised once every hook heard the end."""
+        failed = None  # type: Optional[BaseException]
+        for method in self._methods["on_run_end"]:
+            try:
                 method(self, error)
+            except Exception as exc:
+                if error is None and failed is None:
+                    failed = exc
+                    continue
+                owner = getattr(method, "__self__", None)
+                _logger.warning("an on_run_end hook (%s) raised %s; %s (%s) stands",
+                                type(owner).__name__ if owner is not None else getattr(method, "__qualname__", "?"),
+                                type(exc).__name__, "the run's own error" if error is not None
+                                else "an earlier on_run_end's error", type(error or failed).__name__)
+        if failed is not None:
+            raise failed
 
     def _wrapped(self, name: str, args: Tuple[Any, ...], proceed: Callable[[], Any]) -> Any:
         """``proceed()`` inside each hook's ``name`` method (the first hook outermost)."""
@@ -2419,8 +2457,9 @@ class Run(object):
                 item = result_item(item, call["tool_call_id"])
                 if not text_is_utf8(item["text"]):
                     item["text"] = _utf8(item["text"])
-                return item
-            return self._proceed(call, entry, arguments, shown)
+                return _cut(item, self._max_output_chars)
+            # (cut once scrubbed: a credential cut in two would not be found)
+            return _cut(self._proceed(call, entry, arguments, shown), self._max_output_chars)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # an Exception, asyncio.CancelledError, ...: the model hears of it
