@@ -65,7 +65,8 @@ from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_pairs, check_distinct_header_names,
+from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_choice_has_tools,
+                       check_tool_pairs, check_distinct_header_names,
                        check_header_name, check_header_value, check_message, check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
@@ -359,6 +360,7 @@ class AutoLLMClient(object):
 
     def _plan(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> Any:
         """``plan`` with ``cfg`` already checked (``check_config``'s result: checked once per call)."""
+        check_tool_choice_has_tools(cfg)
         checked = self._checked
         same = check_messages(messages, checked)
         return apply_extras(self._build(list(messages), cfg, prior=Prior(checked.stash, same or 0)), cfg)

@@ -270,12 +270,6 @@ def _tool_choice(key: str, value: Any, config: Dict[str, Any]) -> Any:
     if isinstance(value, str):
         if value not in _TOOL_CHOICES:
             raise _bad(key, "'auto', 'required', 'none' or a list of tool names", value)
-        extra = config.get("extra_body")
-        if value == "required" and not config.get("tools") and not config.get("mcp_servers") and not (
-                isinstance(extra, _Mapping) and ("tools" in extra or "toolConfig" in extra)):
-            # (no model can call a tool it was not given; Chat Completions answers 400)
-            raise ConfigError("config['tool_choice'] 'required' needs a tool to call: config['tools'] has none "
-                              "(give the tools, or leave tool_choice out)")
         return value
     if isinstance(value, (list, tuple)) and value and all(isinstance(c, str) and c for c in value):
         tool_names = [tool["name"] for tool in config.get("tools") or ()]
@@ -284,6 +278,17 @@ def _tool_choice(key: str, value: Any, config: Dict[str, Any]) -> Any:
             raise ConfigError("config['tool_choice'] names tool(s) not in config['tools']: {}".format(missing))
         return list(value)
     raise _bad(key, "'auto', 'required', 'none' or a non-empty list of tool names", value)
+
+
+def check_tool_choice_has_tools(config: Mapping[str, Any]) -> None:
+    """``tool_choice: "required"`` with no tool to call (no ``tools``, no ``mcp_servers``, no tools in
+    ``extra_body``): no model can meet it (Chat Completions answers 400).  Checked on the request a client
+    plans, not on a config alone (``agenthub serve``'s default_config may force tools its callers send)."""
+    extra = config.get("extra_body")
+    if config.get("tool_choice") == "required" and not config.get("tools") and not config.get("mcp_servers") and not (
+            isinstance(extra, _Mapping) and ("tools" in extra or "toolConfig" in extra)):
+        raise ConfigError("config['tool_choice'] 'required' needs a tool to call: config['tools'] has none "
+                          "(give the tools, or leave tool_choice out)")
 
 
 def _image_config(key: str, value: Any, config: Dict[str, Any]) -> Any:
