@@ -40,6 +40,7 @@ import collections.abc
 import itertools
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -64,7 +65,8 @@ from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_pairs, check_distinct_header_names,
+from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_choice_has_tools,
+                       check_tool_pairs, check_distinct_header_names,
                        check_header_name, check_header_value, check_message, check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
@@ -358,6 +360,7 @@ class AutoLLMClient(object):
 
     def _plan(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> Any:
         """``plan`` with ``cfg`` already checked (``check_config``'s result: checked once per call)."""
+        check_tool_choice_has_tools(cfg)
         checked = self._checked
         same = check_messages(messages, checked)
         return apply_extras(self._build(list(messages), cfg, prior=Prior(checked.stash, same or 0)), cfg)
@@ -974,11 +977,20 @@ class AutoLLMClient(object):
                     continue
             here = url_origin(url) is not None and url_origin(url) == url_origin(self._endpoint.base_url)
             pin = self._endpoint.quirks.get("anthropic_version") if getattr(self, "_anthropic_pin", False) else None
-            return AutoLLMClient(entry, key if here else None, timeout=self.timeout, max_retries=self.max_retries,
-                                 max_line_bytes=self.max_line_bytes, budget=self.budget, session=shared,
-                                 default_headers=self._endpoint.headers if here else None,
-                                 anthropic_version=pin if kind is not None and hosts.client_type(
-                                     kind).dialect == "anthropic" else None)
+            try:
+                return AutoLLMClient(entry, key if here else None, timeout=self.timeout, max_retries=self.max_retries,
+                                     max_line_bytes=self.max_line_bytes, budget=self.budget, session=shared,
+                                     default_headers=self._endpoint.headers if here else None,
+                                     anthropic_version=pin if kind is not None and hosts.client_type(
+                                         kind).dialect == "anthropic" else None)
+            except ConfigError as exc:
+                if type(exc) is not ConfigError:
+                    raise
+                # which entry, and what helps: its own key variable (an api_key= here would be this client's)
+                words = re.sub(r"\bpass api_key= or set ([A-Z0-9_]+(?: or [A-Z0-9_]+)*)",
+                               r"set \1 (a fallback named by model reads its provider's own key variable), or give "
+                               r"the entry as a client with its own key", str(exc))
+                raise ConfigError("fallbacks entry {!r}: {}".format(entry[:80], words)) from None
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
 

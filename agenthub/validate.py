@@ -280,6 +280,17 @@ def _tool_choice(key: str, value: Any, config: Dict[str, Any]) -> Any:
     raise _bad(key, "'auto', 'required', 'none' or a non-empty list of tool names", value)
 
 
+def check_tool_choice_has_tools(config: Mapping[str, Any]) -> None:
+    """``tool_choice: "required"`` with no tool to call (no ``tools``, no ``mcp_servers``, no tools in
+    ``extra_body``): no model can meet it (Chat Completions answers 400).  Checked on the request a client
+    plans, not on a config alone (``agenthub serve``'s default_config may force tools its callers send)."""
+    extra = config.get("extra_body")
+    if config.get("tool_choice") == "required" and not config.get("tools") and not config.get("mcp_servers") and not (
+            isinstance(extra, _Mapping) and ("tools" in extra or "toolConfig" in extra)):
+        raise ConfigError("config['tool_choice'] 'required' needs a tool to call: config['tools'] has none "
+                          "(give the tools, or leave tool_choice out)")
+
+
 def _image_config(key: str, value: Any, config: Dict[str, Any]) -> Any:
     if not isinstance(value, _Mapping) or set(value) - {"aspect_ratio", "image_size"}:
         raise _bad(key, "a dict with aspect_ratio and/or image_size", value)

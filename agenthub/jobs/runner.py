@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from .._controls import dollars
 from .._redact import shown_url
 from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
@@ -180,9 +181,9 @@ class Progress(object):
         eta_text = "--" if eta is None else _duration(eta)
         failed = ", {} failed".format(snap["failed"]) if snap["failed"] else ""
         skipped = ", {} skipped".format(snap["skipped"]) if snap["skipped"] else ""
-        return "agenthub.jobs: {}/{} rows{}{}, {:.1f} rows/s, ETA {}, {:,} tokens, ${:.4f}".format(
+        return "agenthub.jobs: {}/{} rows{}{}, {:.1f} rows/s, ETA {}, {:,} tokens, ${}".format(
             snap["done"] + snap["failed"] + snap["skipped"], snap["total"], failed, skipped, snap["rate"], eta_text,
-            snap["tokens"], snap["cost_usd"])
+            snap["tokens"], dollars(snap["cost_usd"]))
 
     def row(self, summary: JobSummary) -> None:
         """After each finished row (any worker thread)."""
