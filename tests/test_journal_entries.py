@@ -39,7 +39,8 @@ def image_turn():
              {"inlineData": {"mimeType": "image/png", "data": base64.b64encode(THOUGHT).decode()}, "thought": True},
              {"functionCall": {"id": "c1", "name": "look_up", "args": {"city": "Rome", "note": LOOKALIKE}}}]
     chunk = {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0, "finishReason": "STOP"}],
-             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5}}
+             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
+                               "candidatesTokensDetails": [{"modality": "IMAGE", "tokenCount": 3}]}}
     return _sse([chunk])
 
 
@@ -68,6 +69,8 @@ def test_a_turn_holding_bytes_is_journaled_and_replayed_as_the_same_bytes(store_
     assert len(server.requests) == 2 and ran == [("Rome", LOOKALIKE)]  # nothing sent, nothing run again
     assert (again.stop, again.turns, again.replayed_turns, again.replayed_results) == ("done", 2, 2, 1)
     assert plain(again.messages) == plain(first.messages)
+    assert getattr(again.messages[0]["usage_metadata"], "output_image_tokens", None) == 3  # (priced as the live)
+    assert (again.usage_metadata, again.cost_usd) == (first.usage_metadata, first.cost_usd)
     replayed = again.messages[0]["content_items"]
     assert type(replayed[0]["data"]) is bytes and replayed[0]["data"] == PNG and replayed[1]["data"] == THOUGHT
     assert replayed[2]["arguments"] == {"city": "Rome", "note": LOOKALIKE}
