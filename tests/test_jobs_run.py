@@ -342,6 +342,27 @@ def test_an_invalid_line_skipped_with_skip_invalid_is_never_sent(tmp_path):
         ("r0", True), ("r1", False), ("r2", False)]
 
 
+def test_an_invalid_lines_stand_in_id_never_takes_the_id_of_a_row_of_the_file(tmp_path):
+    # line 1 has no usable id: its error row's id was "line-1", which row 2 has as its own id; row 2 was marked
+    # answered by that error row, never sent, and no rerun sent it
+    with JobServer() as server:
+        rows = _rows(server, ["real", "other"])
+        rows[0]["id"], rows[1]["id"] = "line-1", "line-1-2"
+        src = str(tmp_path / "in.jsonl")
+        with open(src, "w") as f:
+            f.write("not json\n" + json.dumps(rows[0]) + "\n[]\n" + json.dumps(rows[1]) + "\n")
+        out = str(tmp_path / "out.jsonl")
+        summary = jobs.run(src, out, progress=False, skip_invalid=True)
+        assert (summary.done, summary.failed, summary.skipped, summary.total) == (2, 2, 0, 4)
+        assert dict(server.counts) == {"real": 1, "other": 1}
+        again = jobs.run(src, out, progress=False, skip_invalid=True)
+        assert (again.done, again.failed, again.skipped) == (0, 0, 4) and dict(server.counts) == {"real": 1, "other": 1}
+    assert sorted((r["id"], r["error"] and r["error"]["message"]) for r in read_output(out)) == [
+        ("line-1", None), ("line-1-2", None), ("line-1-3", "line 1: not valid JSON (Expecting value: line 1 column 1 "
+                                                           "(char 0))"),
+        ("line-3", "line 3: a job line must be a JSON object, got list")]
+
+
 def test_rows_beyond_the_budget_get_error_rows_and_are_never_sent(tmp_path):
     from agenthub import Budget
     from agenthub.budget import worst_case_usd

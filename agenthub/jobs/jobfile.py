@@ -217,6 +217,22 @@ def _invalid_id(obj: Any, line: int) -> str:
     return rid if _usable_id(rid) else "line-{}".format(line)
 
 
+def _stand_in(seen: "IdIndex", row: Dict[str, Any], number: int) -> None:
+    """Record the id of line ``number``'s error row (``skip_invalid``).  A usable id of its own was recorded as the
+    line was read; a ``line-N`` stand-in some row of the file has as its id (that row was marked answered by this
+    error row, and never sent) becomes ``line-N-2`` (``-3``, ...): the first one no row has, the same on every read
+    of the file."""
+    rid = row["id"]
+    suffix = 1
+    while True:
+        first = seen.add(rid, number)
+        if first is None or first == number:
+            row["id"] = rid
+            return
+        suffix += 1
+        rid = "line-{}-{}".format(number, suffix)
+
+
 def _usable_id(rid: Any) -> bool:
     """A non-empty string that is valid Unicode (JSON lets a lone surrogate through: ``"\\ud800"``)."""
     if not isinstance(rid, str) or not rid:
@@ -274,7 +290,8 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
 
     Every problem is listed in one ConfigError (line numbers 1-based): a duplicate id names both
     lines (always refused), an invalid line says why (refused unless ``skip_invalid``; then it
-    becomes an error row in ``JobFile.invalid``, id ``line-N`` when it has no usable id).
+    becomes an error row in ``JobFile.invalid``, id ``line-N`` when it has no usable id: ``line-N-2`` when a
+    row of the file has that id).
     Blank lines are skipped.  ``keep_rows=False`` checks the file without keeping its rows (memory
     stays flat in their number: ``iter_rows`` reads them again, lazily); ``keep_head``: with it, the rows of
     the first lines up to that many bytes are kept as checked (``JobFile.head``: ``rows_from(..., start=
@@ -401,7 +418,7 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
         raise ConfigError("the job file {} has {} problem(s):\n  {}{}{}".format(
             path, len(problems), "\n  ".join(shown), more, tail), lines=_lines(problems))
     for number, row in invalid:
-        seen.add(row["id"], number)  # "line-N" ids (a usable id was added above)
+        _stand_in(seen, row, number)
     seen.seal()
     return JobFile(rows=rows, invalid=invalid, path=path, count=count, routes=routes, ids=seen,
                    route_keys=list(route_ids), head=head, head_end=head_end)
