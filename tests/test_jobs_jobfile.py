@@ -390,3 +390,21 @@ def test_a_byte_order_mark_at_the_start_is_read_past_and_one_later_is_a_problem_
     with pytest.raises(ConfigError) as caught:
         read_jobs(str(path))
     assert caught.value.lines == [2] and "line 2: not valid JSON (Unexpected UTF-8 BOM" in str(caught.value)
+
+
+def test_a_byte_order_mark_before_a_blank_first_line_or_alone_is_read_past(tmp_path):
+    # an editor's "UTF-8 with BOM" file whose first line is blank (or that holds nothing else) was refused:
+    # "line 1: not valid JSON (Expecting value: line 2 column 1 (char 1))"
+    from agenthub.jobs import iter_rows
+
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf\r\n" + json.dumps(_line("a")).encode() + b"\n")
+    job = read_jobs(str(path))
+    assert [(row.id, row.line) for row in job.rows] == [("a", 2)] and job.invalid == []
+    assert [(row.id, row.line) for row in iter_rows(str(path))] == [("a", 2)]
+    job.ids.close()
+    for data in (b"\xef\xbb\xbf", b"\xef\xbb\xbf \n\n"):
+        path.write_bytes(data)
+        job = read_jobs(str(path))
+        assert (job.rows, job.invalid, len(job)) == ([], [], 0)
+        job.ids.close()

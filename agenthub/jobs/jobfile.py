@@ -249,6 +249,10 @@ MAX_JOB_LINE_BYTES = 64 * 1024 * 1024
 _READ_PIECE = 1 << 20
 
 
+#: UTF-8's byte order mark, read past at the start of a job file
+_BOM = b"\xef\xbb\xbf"
+
+
 def _encoding(number: int) -> str:
     """How line ``number`` of a job file decodes: UTF-8, a byte order mark at the file's start read past (an
     editor's "UTF-8 with BOM")."""
@@ -373,8 +377,8 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
                     head_bytes = -1  # (the head ends at the first line that does not fit)
             if raw is None:
                 error = ConfigError("longer than {} bytes".format(MAX_JOB_LINE_BYTES))  # type: Optional[ConfigError]
-            elif raw.isspace():  # (a blank line: not copied to be stripped)
-                continue
+            elif raw.isspace() or (number == 1 and raw.startswith(_BOM) and (len(raw) == 3 or raw[3:].isspace())):
+                continue  # (a blank line, the first one too behind a byte order mark: not copied to be stripped)
             else:
                 try:
                     obj = json.loads(raw.decode(_encoding(number)))
