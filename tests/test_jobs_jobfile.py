@@ -408,3 +408,31 @@ def test_a_byte_order_mark_before_a_blank_first_line_or_alone_is_read_past(tmp_p
         job = read_jobs(str(path))
         assert (job.rows, job.invalid, len(job)) == ([], [], 0)
         job.ids.close()
+
+
+def test_a_bytes_payload_that_is_not_base64_is_its_lines_problem(tmp_path):
+    # Python's lenient base64 dropped what is outside the alphabet: "!!" became b"" (an empty image sent and paid
+    # for), and a data: URL with its prefix raised binascii.Error out of read_jobs (the whole job died untyped)
+    def image(payload):
+        return dict(USER, content_items=[{"type": "inline_data", "mime_type": "image/png", "data": {"__bytes__": payload}}])
+
+    good = base64.b64encode(b"\x89PNG").decode()
+    path = _write(tmp_path, [_line("ok", messages=[image(good)]),
+                             _line("url", messages=[image("data:image/png;base64," + good)]),
+                             _line("bang", messages=[image("!!")]),
+                             _line("cfg", config={"max_tokens": 5, "extra_body": {"blob": {"__bytes__": "a b"}}})])
+    with pytest.raises(ConfigError) as caught:
+        read_jobs(path)
+    words = "holds a {\"__bytes__\": ...} value that is not base64 (the standard alphabet, padded, without a data: " \
+            "URL's prefix)"
+    assert caught.value.lines == [2, 3, 4]
+    assert str(caught.value) == (
+        "the job file {} has 3 problem(s):\n  line 2: 'messages' {w}\n  line 3: 'messages' {w}\n  line 4: 'config' "
+        "{w}\n(nothing was sent; skip_invalid=True / --skip-invalid writes an error row for each invalid line)".format(
+            path, w=words))
+    job = read_jobs(path, skip_invalid=True)
+    assert [row.messages[0]["content_items"][0]["data"] for row in job.rows] == [b"\x89PNG"]
+    assert [(n, row["id"], row["error"]["message"]) for n, row in job.invalid] == [
+        (2, "url", "line 2: 'messages' " + words), (3, "bang", "line 3: 'messages' " + words),
+        (4, "cfg", "line 4: 'config' " + words)]
+    job.ids.close()

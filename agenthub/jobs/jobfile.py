@@ -144,13 +144,13 @@ def _checked(obj: Any, plain: bool, passed: Optional[Set[Any]] = None) -> Tuple[
         raise ConfigError("'base_url' must be a non-empty string when given")
     messages = get("messages")
     if not plain:
-        messages = from_jsonable(messages)
+        messages = _decoded(messages, "messages")
     check_messages(messages)
     config = get("config")
     if config is None:
         config = {}
     elif not plain:
-        config = from_jsonable(config)
+        config = _decoded(config, "config")
     if passed is None:
         check_config(config)
     else:
@@ -171,6 +171,17 @@ def _checked(obj: Any, plain: bool, passed: Optional[Set[Any]] = None) -> Tuple[
 
         check_no_tools(config)
     return rid, model, messages, config, schema
+
+
+def _decoded(value: Any, name: str) -> Any:
+    """``from_jsonable`` of a job line's ``name``: a ``{"__bytes__": ...}`` payload that is not base64 is the line's
+    ConfigError (Python's lenient decoding dropped the characters outside the alphabet and sent what was left,
+    a data: URL's prefix decoded as image bytes, or raised binascii.Error out of the check)."""
+    try:
+        return from_jsonable(value, strict=True)
+    except ValueError:  # (binascii.Error)
+        raise ConfigError("{!r} holds a {{\"__bytes__\": ...}} value that is not base64 (the standard alphabet, "
+                          "padded, without a data: URL's prefix)".format(name)) from None
 
 
 def _config_key(config: Any) -> Any:
@@ -472,8 +483,8 @@ def _fast_row(obj: Any, number: int, plain: bool = False) -> Optional[JobRow]:
                       config=config if isinstance(config, dict) else {},
                       client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number,
                       output_schema=schema)
-    return JobRow(id=obj["id"], model=obj["model"], messages=from_jsonable(obj["messages"]),
-                  config=from_jsonable(config) if isinstance(config, dict) else {},
+    return JobRow(id=obj["id"], model=obj["model"], messages=from_jsonable(obj["messages"], True),
+                  config=from_jsonable(config, True) if isinstance(config, dict) else {},
                   client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number,
                   output_schema=schema)
 
