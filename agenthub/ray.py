@@ -194,6 +194,7 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
     if limiter_store is not None:  # a bad or unreachable store refused here, before anything is sent
         RateLimiter(rpm, tpm, store=limiter_store, key=limiter_key).store.close()
     summary = JobSummary(total=len(job), skipped=skipped)
+    errored = job.ids.errored_count()  # (rows skipped for an error row written before)
     show = Progress(progress, summary.total, summary.skipped)
     counter = Job(None, {}, None, RateLimiter(), summary, show, 0)  # type: ignore[arg-type]
     writer = OutputWriter(output_path, retry_failed=retry_failed, retry_ids=job.ids)
@@ -232,6 +233,7 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
             os.unlink(os.path.join(folder, name))
         os.rmdir(folder)
         summary.wall_s = time.monotonic() - started
+        summary.failed_total = summary.failed + errored
     show.end(summary)
     return summary
 

@@ -589,8 +589,10 @@ class IdIndex(object):
         with self._lock:
             return bool(self._db.execute("UPDATE ids SET done = 1 WHERE id = ? AND done = 0", (rid,)).rowcount)
 
-    def mark_done_many(self, rids: Iterable[Any]) -> int:
-        """``mark_done`` for each of ``rids``, in one transaction: how many were marked."""
+    def mark_done_many(self, rids: Iterable[Any], errored: bool = False) -> int:
+        """``mark_done`` for each of ``rids``, in one transaction: how many were marked.  ``errored``: the rows
+        found are error rows (an id is marked so until a row that is not an error row is found for it:
+        ``errored_count``)."""
         rows = [(rid,) for rid in rids if isinstance(rid, str)]
         if not rows:
             return 0
@@ -599,15 +601,27 @@ class IdIndex(object):
             before = db.total_changes
             db.execute("BEGIN")
             try:
-                db.executemany("UPDATE ids SET done = 1 WHERE id = ? AND done = 0", rows)
+                if errored:
+                    db.executemany("UPDATE ids SET done = 2 WHERE id = ? AND done = 0", rows)
+                    marked = db.total_changes - before
+                else:  # (an id marked errored before is an answered one now, not marked a second time)
+                    fresh = db.total_changes
+                    db.executemany("UPDATE ids SET done = 1 WHERE id = ? AND done = 0", rows)
+                    marked = db.total_changes - fresh
+                    db.executemany("UPDATE ids SET done = 1 WHERE id = ? AND done = 2", rows)
             finally:
                 db.execute("COMMIT")
-            return db.total_changes - before
+            return marked
+
+    def errored_count(self) -> int:
+        """How many ids were marked by error rows only (``mark_done_many(..., errored=True)``)."""
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM ids WHERE done = 2").fetchone()[0])
 
     def last_done(self) -> int:
         """The last line whose id is marked done (0: none): a row below none of them needs no ``is_done``."""
         with self._lock:
-            found = self._db.execute("SELECT max(line) FROM ids WHERE done = 1").fetchone()
+            found = self._db.execute("SELECT max(line) FROM ids WHERE done != 0").fetchone()
         return found[0] if found and found[0] is not None else 0
 
     def is_done(self, rid: str) -> bool:
@@ -870,22 +884,25 @@ def finished_ids(output_path: str, *, retry_failed: bool = False) -> Set[str]:
 
 def mark_finished(output_path: str, index: "IdIndex", *, retry_failed: bool = False) -> int:
     """Mark in ``index`` the ids that have a row in ``output_path`` (error rows too, unless
-    ``retry_failed``), the output read one line at a time; the number of ids marked.  A torn last
-    line is cut away (as ``finished_ids`` does)."""
+    ``retry_failed``), the output read one line at a time; the number of ids marked (those with error rows
+    only are marked errored: ``IdIndex.errored_count``).  A torn last line is cut away (as ``finished_ids`` does)."""
     marked = [0]
     if not os.path.exists(output_path):
         return 0
-    batch = []  # type: List[Any]  # ids marked a thousand at a time, in one transaction (memory stays flat)
+    # ids marked a thousand at a time, in one transaction (memory stays flat): answers, error rows
+    batches = ([], [])  # type: Tuple[List[Any], List[Any]]
 
     def visit(_: int, obj: Optional[Dict[str, Any]]) -> None:
         if obj is not None and (obj.get("error") is None or not retry_failed):
+            errored = obj.get("error") is not None
+            batch = batches[errored]
             batch.append(obj.get("id"))
             if len(batch) >= 1000:
-                marked[0] += index.mark_done_many(batch)
+                marked[0] += index.mark_done_many(batch, errored)
                 del batch[:]
 
     good = _scan(output_path, visit)
-    marked[0] += index.mark_done_many(batch)
+    marked[0] += index.mark_done_many(batches[0]) + index.mark_done_many(batches[1], True)
     _truncate_torn(output_path, good)
     return marked[0]
 
