@@ -413,8 +413,13 @@ class Job(object):
                                                         and self.stop_hard.is_set()):
                 return None
             if isinstance(exc, BudgetExceededError):  # refused before anything was sent
-                return error_row(row, exc, attempts=max(0, sent - 1), backend=self.backend)
-            return error_row(row, exc, attempts=sent, backend=self.backend)
+                out = error_row(row, exc, attempts=max(0, sent - 1), backend=self.backend)
+            else:
+                out = error_row(row, exc, attempts=sent, backend=self.backend)
+            paid = typed.paid(row.model) if typed is not None else None
+            if paid is not None:  # a re-ask that failed: the answers before it were paid for (as on the batch engines)
+                out["usage_metadata"], out["cost_usd"] = paid
+            return out
         except Exception as exc:  # a bug or a bad value: the row fails, the job goes on
             if typed is not None:
                 typed.close_call()
@@ -532,6 +537,26 @@ class _TypedRow(object):
     def sent(self) -> int:
         """Every send of the calls made (``close_call`` first)."""
         return sum(call.attempts for call in self.calls)
+
+    def paid(self, model: str) -> Optional[Tuple[Dict[str, Any], Optional[float]]]:
+        """(usage, cost) summed over the calls whose answer came with its usage, before a call of the row failed
+        (those answers were paid for); None when no call did."""
+        usage = [None] * len(USAGE_KEYS)  # type: List[Optional[int]]
+        total = 0.0  # type: Optional[float]
+        answered = False
+        for n, call in enumerate(self.calls):
+            turn = self.usages[n] if n < len(self.usages) else None
+            if not turn:
+                continue
+            answered = True
+            for i, key in enumerate(USAGE_KEYS):
+                value = turn.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    usage[i] = (usage[i] or 0) + value
+            route = call.route
+            price = call_cost(route["model"] if route else model, turn, call, route)
+            total = None if price is None or total is None else total + price
+        return (dict(zip(USAGE_KEYS, usage)), total) if answered else None
 
     def cost(self, model: str) -> Optional[float]:
         total = 0.0
