@@ -574,6 +574,8 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
     state_path = state_path or input_path + ".batch.json"
     if not os.path.isdir(os.path.dirname(os.path.abspath(state_path))):
         raise ConfigError("the folder of the state file {} does not exist".format(state_path))
+    if output_path is not None:
+        _not_the_job_files(output_path, input_path, state_path)
     lock = _state_lock(state_path)
     try:
         # (a live run writing output_path meanwhile would answer rows this submission also sends: refused)
@@ -980,6 +982,7 @@ class BatchJob(object):
         are, so fetching again, or after ``agenthub.jobs.run``, writes nothing twice).  The state file and the
         output are locked meanwhile (a second fetch, submit or cancel of the job, or a live run writing the
         output, is refused)."""
+        _not_the_job_files(output_path, self.input_path, self.state_path)
         with self._locked():
             lock = OutputLock(output_path)
             try:
@@ -1230,6 +1233,16 @@ def _result_row(row: JobRow, outcome: str, payload: Any, output: Any, prior: Any
         out.update(attempts=int(prior["attempt"]) + 1, usage_metadata=prior.get("usage"),
                    cost_usd=prior.get("cost_usd"))
     return out, None
+
+
+def _not_the_job_files(output_path: str, input_path: str, state_path: str) -> None:
+    """ConfigError when ``output_path`` is the job's input or state file (a link to one too): the input's rows
+    would be read as answers (every result skipped, none written), the state would be written over."""
+    from .runner import _same_file
+
+    for path, what in ((input_path, "input"), (state_path, "state")):
+        if _same_file(output_path, path):
+            raise ConfigError("the output file must not be the {} file ({})".format(what, path))
 
 
 def _sent_id(record: Mapping[str, Any], rid: str) -> str:
