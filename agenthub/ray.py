@@ -112,6 +112,11 @@ class Predictor(object):
             stub = JobRow(id=rid, model=str(fields.get("model") or ""), messages=[], line=index + 1)
             return error_row(stub, exc, attempts=0, backend="ray")
 
+    def _invalid(self, index: int, reason: str) -> Dict[str, Any]:
+        """The error row of a ``text`` line that is no job line (not JSON, not an object)."""
+        stub = JobRow(id="row-{}".format(index), model=self.model or "", messages=[], line=index + 1)
+        return error_row(stub, ConfigError(reason), attempts=0, backend="ray")
+
     def rows(self, batch: Any) -> List[Any]:
         """The batch's rows: from a ``text`` column of job lines, or from job-file field columns."""
         if isinstance(batch, Mapping):  # batch_format "numpy" / "default": column -> array
@@ -124,10 +129,14 @@ class Predictor(object):
             if "text" in columns and "messages" not in columns:
                 try:
                     fields = json.loads(_plain(columns["text"][i]))
-                except ValueError as exc:
-                    fields = {"_bad": str(exc)}
+                except (ValueError, RecursionError) as exc:  # (its row's error, in a job file's words)
+                    out.append(self._invalid(i, "not valid JSON ({})".format(exc) if isinstance(exc, ValueError)
+                                             else "nested too deeply to be read as JSON"))
+                    continue
                 if not isinstance(fields, dict):
-                    fields = {"_bad": "not a JSON object"}
+                    out.append(self._invalid(i, "a job line must be a JSON object, got {}".format(
+                        type(fields).__name__)))
+                    continue
             else:
                 fields = {name: _plain(values[i]) for name, values in columns.items()}
             out.append(self._row(fields, i))

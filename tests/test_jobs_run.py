@@ -730,3 +730,23 @@ def test_a_bad_last_row_past_the_head_and_the_first_batches_is_refused_before_an
     assert len(by_id) == 1200 and by_id["r\u00e9-7"]["error"] is None
     assert by_id["r8"]["message"]["content_items"][0]["text"] == "echo: a \\ backslash, a \"quote\" and \u00e9"
     assert by_id["line-1200" if last == "lone surrogate id" else "r1199"]["error"]["type"] == "ConfigError"
+
+
+def test_a_ray_text_line_that_is_no_job_line_is_its_rows_error_in_its_own_words():
+    # Predictor needs no Ray: a line nested past the stack raised RecursionError out of the batch (the whole
+    # map_batches task failed), and every other bad line's error read "unknown key(s) ['_bad']"
+    from agenthub.ray import Predictor
+
+    predictor = Predictor(model="deepseek-v4-flash")
+    try:
+        rows = predictor.rows({"text": ["[" * 100000 + "]" * 100000, "[1]", "{nope"]})
+    finally:
+        predictor._pool.shutdown()
+    assert [(row["id"], row["model"], row["attempts"], row["backend"], row["error"]) for row in rows] == [
+        ("row-0", "deepseek-v4-flash", 0, "ray", {"type": "ConfigError", "message": "nested too deeply to be read as JSON",
+                                                   "status": None}),
+        ("row-1", "deepseek-v4-flash", 0, "ray", {"type": "ConfigError", "message": "a job line must be a JSON object, "
+                                                   "got list", "status": None}),
+        ("row-2", "deepseek-v4-flash", 0, "ray", {"type": "ConfigError", "message": "not valid JSON (Expecting "
+                                                   "property name enclosed in double quotes: line 1 column 2 (char 1))",
+                                                   "status": None})]
