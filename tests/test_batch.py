@@ -282,6 +282,10 @@ def test_fetch_into_the_input_or_the_state_file_is_refused_and_nothing_is_writte
             job.fetch(target)
         assert str(caught.value) == "the output file must not be the {} file ({})".format(what, named)
     assert (tmp_path / "in.jsonl").read_bytes() == before and (tmp_path / "in.jsonl.batch.json").read_bytes() == state
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(ConfigError) as caught:
+        job.fetch(str(tmp_path / "folder"))
+    assert str(caught.value) == "{} is a folder, not a file".format(tmp_path / "folder")
     summary = job.fetch(str(tmp_path / "out.jsonl"))
     assert (summary.done, summary.skipped) == (1, 0)
 

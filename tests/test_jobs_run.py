@@ -750,3 +750,15 @@ def test_a_ray_text_line_that_is_no_job_line_is_its_rows_error_in_its_own_words(
         ("row-2", "deepseek-v4-flash", 0, "ray", {"type": "ConfigError", "message": "not valid JSON (Expecting "
                                                    "property name enclosed in double quotes: line 1 column 2 (char 1))",
                                                    "status": None})]
+
+
+def test_an_output_path_that_is_a_folder_is_a_config_error_before_anything_is_sent(tmp_path):
+    # it was IsADirectoryError out of the output scan (after the job file was read and checked)
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["a"]))
+        folder = tmp_path / "answers"
+        folder.mkdir()
+        with pytest.raises(ConfigError) as caught:
+            jobs.run(src, str(folder), progress=False)
+        assert str(caught.value) == "{} is a folder, not a file".format(folder)
+        assert not server.counts and os.listdir(str(folder)) == []

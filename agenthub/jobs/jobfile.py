@@ -770,6 +770,8 @@ class OutputLock(object):
                  advice: str = "wait for it to end, or write another output file") -> None:
         self.path = output_path + ".lock"
         self._fd = None  # type: Optional[int]
+        if os.path.isdir(output_path):  # (a typo naming a folder: a ConfigError, not IsADirectoryError mid-run)
+            raise ConfigError("{} is a folder, not a file".format(output_path))
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX
