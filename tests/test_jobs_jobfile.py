@@ -436,3 +436,33 @@ def test_a_bytes_payload_that_is_not_base64_is_its_lines_problem(tmp_path):
         (2, "url", "line 2: 'messages' " + words), (3, "bang", "line 3: 'messages' " + words),
         (4, "cfg", "line 4: 'config' " + words)]
     job.ids.close()
+
+
+def test_a_job_file_that_is_not_a_regular_file_is_refused_before_anything_is_read_twice(tmp_path):
+    # a pipe (agenthub batch run <(zcat jobs.jsonl.gz)) was checked whole, its first 2 MB of rows sent, then the
+    # run died with io.UnsupportedOperation (not seekable) and the rows after them never came
+    import threading
+
+    fifo = str(tmp_path / "jobs.fifo")
+    os.mkfifo(fifo)
+
+    def feed():
+        try:
+            with open(fifo, "w") as handle:
+                handle.write(json.dumps(_line("a")) + "\n")
+        except OSError:  # (the reader may have closed first)
+            pass
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        with pytest.raises(ConfigError) as caught:
+            read_jobs(fifo)
+    finally:
+        writer.join(10)
+    assert str(caught.value) == (
+        "the job file {} is not a regular file (a pipe or a device): it is read more than once (checked whole first, "
+        "then sent row by row, and again to resume); write it to a file first".format(fifo))
+    with pytest.raises(ConfigError) as caught:
+        read_jobs(os.devnull)
+    assert "the job file {} is not a regular file".format(os.devnull) in str(caught.value)

@@ -23,6 +23,7 @@ import json
 import math
 import logging
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -375,6 +376,12 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
     except OSError as exc:
         seen.close()
         raise ConfigError("cannot read the job file {}: {}".format(path, exc.strerror or exc)) from None
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # (a pipe, <(zcat ...), a device: read once only)
+        handle.close()
+        seen.close()
+        raise ConfigError("the job file {} is not a regular file (a pipe or a device): it is read more than once "
+                          "(checked whole first, then sent row by row, and again to resume); write it to a file "
+                          "first".format(path))
     with handle:
         for number, raw in _bounded_lines(handle):
             obj = None  # type: Any
