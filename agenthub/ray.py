@@ -216,7 +216,7 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
                 summary.failed += 1
         count = 0
         with open(todo_path, "w", encoding="utf-8") as todo:
-            for row in iter_rows(input_path, check=False):
+            for row in iter_rows(input_path, check=False, stop=job.size):
                 if not job.ids.is_done(row.id):
                     todo.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
                     count += 1

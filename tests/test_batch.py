@@ -290,6 +290,23 @@ def test_fetch_into_the_input_or_the_state_file_is_refused_and_nothing_is_writte
     assert (summary.done, summary.skipped) == (1, 0)
 
 
+def test_submit_sends_only_the_lines_its_check_read(fake, tmp_path, monkeypatch):
+    # a line appended between the check and the planning was planned unchecked: here the same id twice, both sent
+    path = _write(tmp_path / "in.jsonl", MIXED[:1])
+    real = B.read_jobs
+
+    def read_then_grow(*args, **kwargs):
+        job = real(*args, **kwargs)
+        with open(path, "a") as handle:
+            handle.write(json.dumps(dict(MIXED[0], messages=_user("again"))) + "\n")
+        return job
+
+    monkeypatch.setattr(B, "read_jobs", read_then_grow)
+    job = B.submit(path, backend="auto")
+    assert [record["ids"] for record in job._state["batches"]] == [["r1"]]
+    assert [[cid for cid, _, _ in batch.requests] for batch in fake.batches.values()] == [["r1"]]
+
+
 def test_fetch_before_the_end_reports_pending_rows(fake, tmp_path):
     path = _write(tmp_path / "in.jsonl", MIXED[:1])
     job = B.submit(path, backend="openai")

@@ -762,3 +762,25 @@ def test_an_output_path_that_is_a_folder_is_a_config_error_before_anything_is_se
             jobs.run(src, str(folder), progress=False)
         assert str(caught.value) == "{} is a folder, not a file".format(folder)
         assert not server.counts and os.listdir(str(folder)) == []
+
+
+def test_lines_written_to_the_job_file_after_its_check_are_not_sent(tmp_path):
+    # rows appended while the job ran were read and sent unchecked: a repeated id sent (and paid) twice, a row of an
+    # unknown model a KeyError out of jobs.run
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c"])
+        src = _write(tmp_path / "in.jsonl", rows)
+        out = str(tmp_path / "out.jsonl")
+        appended = []
+
+        def grow(snapshot):
+            if not appended:
+                appended.append(True)
+                with open(src, "a") as f:
+                    f.write(json.dumps(dict(rows[2], messages=[_user("again")])) + "\n")
+                    f.write(json.dumps({"id": "new", "model": "no-such-model", "messages": [_user("x")]}) + "\n")
+
+        summary = jobs.run(src, out, workers=1, progress=grow)
+        assert (summary.done, summary.failed, summary.total) == (3, 0, 3)
+        assert dict(server.counts) == {"a": 1, "b": 1, "c": 1}
+    assert sorted(row["id"] for row in read_output(out)) == ["r0", "r1", "r2"]

@@ -502,11 +502,12 @@ def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool],
     rows of the job file ``wanted`` keeps.  The file is checked first, then read row by row: memory
     holds the encoded entries (what is uploaded), not the rows.  ``needs`` gets what of the rows a fetch reads
     from the input file (``_INPUT_NEEDS``)."""
-    all_ids = read_jobs(input_path, keep_rows=False).ids
+    checked = read_jobs(input_path, keep_rows=False)
+    all_ids = checked.ids
     cache = {}  # type: Dict[Tuple[Any, ...], Any]
     problems = []  # type: List[str]
     groups = {}  # type: Dict[Tuple[Any, ...], _Group]
-    for row in iter_rows(input_path):
+    for row in iter_rows(input_path, stop=checked.size):  # (lines written since the check are not the job's)
         if not wanted(row):
             continue
         try:

@@ -96,6 +96,8 @@ class JobFile:
     #: ``keep_head``), and where the lines after them start: (byte offset, the number of the last line kept)
     head: List[JobRow] = field(default_factory=list)
     head_end: Tuple[int, int] = (0, 0)
+    #: the bytes of the file that were checked (None: not known); the lines past them (written since) are not the job's
+    size: Optional[int] = None
 
     def __len__(self) -> int:
         return self.count + len(self.invalid)
@@ -430,6 +432,7 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
             if len(pending) >= 512:
                 settle()
         settle()
+        size = handle.tell()
     duplicates = [p for p in problems if "duplicate id" in p]
     if problems:
         seen.close()
@@ -443,24 +446,28 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
         _stand_in(seen, row, number)
     seen.seal()
     return JobFile(rows=rows, invalid=invalid, path=path, count=count, routes=routes, ids=seen,
-                   route_keys=list(route_ids), head=head, head_end=head_end)
+                   route_keys=list(route_ids), head=head, head_end=head_end, size=size)
 
 
-def iter_rows(path: str, *, check: bool = True) -> Iterator[JobRow]:
+def iter_rows(path: str, *, check: bool = True, stop: Optional[int] = None) -> Iterator[JobRow]:
     """The valid rows of a job file, read lazily (check it with ``read_jobs`` first: invalid and blank
     lines are passed over here without a word).  ``check=False`` skips checking each row again (the
-    file was checked by ``read_jobs`` a moment ago; the client checks messages and config anyway)."""
-    yield from rows_from(path, 1, check=check)
+    file was checked by ``read_jobs`` a moment ago; the client checks messages and config anyway).
+    ``stop``: the bytes checked (``JobFile.size``): a line ending past them was written since, and is not read."""
+    yield from rows_from(path, 1, check=check, stop=stop)
 
 
-def rows_from(path: str, first_line: int, *, check: bool = True, start: Tuple[int, int] = (0, 0)) -> Iterator[JobRow]:
+def rows_from(path: str, first_line: int, *, check: bool = True, start: Tuple[int, int] = (0, 0),
+              stop: Optional[int] = None) -> Iterator[JobRow]:
     """``iter_rows`` from line ``first_line`` on: the lines before it are read past, not decoded (a resumed
     run starts at the first line still to do).  ``start``: (byte offset, its line's number less one) where
-    reading begins (``JobFile.head_end``: the lines before it are the head's)."""
+    reading begins (``JobFile.head_end``: the lines before it are the head's); ``stop``: as ``iter_rows``'s."""
     with open(path, "rb") as handle:
         if start[0]:
             handle.seek(start[0])
         for number, raw in _bounded_lines(handle, start[1]):
+            if stop is not None and handle.tell() > stop:  # (appended, or completed, after the check: unchecked)
+                return
             if number < first_line or raw is None or raw.isspace():
                 continue
             try:

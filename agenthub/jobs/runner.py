@@ -892,7 +892,7 @@ def _rows(job: JobFile, input_path: str, first: int) -> Iterator[JobRow]:
         row = head.pop()
         if row.line >= first:
             yield row
-    yield from rows_from(input_path, first, check=False, start=job.head_end)
+    yield from rows_from(input_path, first, check=False, start=job.head_end, stop=job.size)
 
 
 def own_client(fallbacks: Optional[List[Any]], budget: Any, model: str, client_type: Optional[str],
