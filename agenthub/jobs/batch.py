@@ -867,8 +867,8 @@ class BatchJob(object):
                                           base_url=row.base_url, line=row.line, output_schema=row.output_schema,
                                           inputs=len(row.messages))
             if not os.path.exists(self.input_path) and self._state.get("input_needed"):
-                raise ConfigError("the input file {} is not there, and a fetch reads rows of this job from it (their {}):"
-                                  " restore it to fetch (nothing was fetched)".format(
+                raise ConfigError("the input file {} is not there, and a fetch reads rows of this job from it "
+                                  "(their {}): restore it to fetch (nothing was fetched)".format(
                                       self.input_path, ", ".join(self._state["input_needed"])))
             gone = [rid for rid in (digests or ()) if rid not in rows] if os.path.exists(self.input_path) else []
             if changed or gone:
