@@ -414,7 +414,8 @@ def test_a_bytes_payload_that_is_not_base64_is_its_lines_problem(tmp_path):
     # Python's lenient base64 dropped what is outside the alphabet: "!!" became b"" (an empty image sent and paid
     # for), and a data: URL with its prefix raised binascii.Error out of read_jobs (the whole job died untyped)
     def image(payload):
-        return dict(USER, content_items=[{"type": "inline_data", "mime_type": "image/png", "data": {"__bytes__": payload}}])
+        item = {"type": "inline_data", "mime_type": "image/png", "data": {"__bytes__": payload}}
+        return dict(USER, content_items=[item])
 
     good = base64.b64encode(b"\x89PNG").decode()
     path = _write(tmp_path, [_line("ok", messages=[image(good)]),
