@@ -784,3 +784,17 @@ def test_lines_written_to_the_job_file_after_its_check_are_not_sent(tmp_path):
         assert (summary.done, summary.failed, summary.total) == (3, 0, 3)
         assert dict(server.counts) == {"a": 1, "b": 1, "c": 1}
     assert sorted(row["id"] for row in read_output(out)) == ["r0", "r1", "r2"]
+
+
+def test_an_output_file_saved_with_a_byte_order_mark_still_counts_its_first_row_as_answered(tmp_path):
+    # an editor's "UTF-8 with BOM" save of the output: its first line was unreadable, so that row was sent (and paid
+    # for) again and read_output left it out
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["a", "b"]))
+        out = tmp_path / "out.jsonl"
+        jobs.run(src, str(out), workers=1, progress=False)
+        out.write_bytes(b"\xef\xbb\xbf" + out.read_bytes())
+        again = jobs.run(src, str(out), workers=1, progress=False)
+        assert (again.done, again.skipped) == (0, 2) and dict(server.counts) == {"a": 1, "b": 1}
+    assert sorted(row["id"] for row in read_output(str(out))) == ["r0", "r1"]
+    assert finished_ids(str(out)) == {"r0", "r1"}

@@ -831,8 +831,8 @@ def _scan(path: str, visit: Callable[[int, Optional[Dict[str, Any]]], None]) -> 
         for raw in handle:
             if not raw.endswith(b"\n"):
                 break  # torn: a killed run's last write
-            try:
-                obj = json.loads(raw.decode("utf-8"))
+            try:  # (a byte order mark an editor put at the start is read past, as in a job file)
+                obj = json.loads(raw.decode("utf-8-sig" if not offset else "utf-8"))
             except (UnicodeDecodeError, ValueError, RecursionError):
                 obj = None
             visit(offset, obj if isinstance(obj, dict) else None)
