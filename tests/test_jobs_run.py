@@ -798,3 +798,30 @@ def test_an_output_file_saved_with_a_byte_order_mark_still_counts_its_first_row_
         assert (again.done, again.skipped) == (0, 2) and dict(server.counts) == {"a": 1, "b": 1}
     assert sorted(row["id"] for row in read_output(str(out))) == ["r0", "r1"]
     assert finished_ids(str(out)) == {"r0", "r1"}
+
+
+def test_an_output_whose_last_row_lost_its_newline_keeps_that_row(tmp_path):
+    # an editor saving the output without a final newline: the last row was cut away as a torn line, and its row
+    # sent (and paid for) again
+    from agenthub.jobs import OutputWriter, output_row
+
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c"])
+        src = _write(tmp_path / "in.jsonl", rows[:2])
+        out = tmp_path / "out.jsonl"
+        jobs.run(src, str(out), workers=1, progress=False)
+        out.write_bytes(out.read_bytes().rstrip(b"\n"))
+        _write(tmp_path / "in.jsonl", rows)
+        again = jobs.run(src, str(out), workers=1, progress=False)
+        assert (again.done, again.skipped) == (1, 2) and dict(server.counts) == {"a": 1, "b": 1, "c": 1}
+    assert [row["id"] for row in read_output(str(out))] == ["r0", "r1", "r2"]
+    alone = tmp_path / "alone.jsonl"
+    alone.write_bytes(out.read_bytes().rstrip(b"\n"))
+    row = jobs.JobRow(id="r3", model="m", messages=[], line=4)
+    with OutputWriter(str(alone)) as writer:  # (the writer alone reads the file from its end)
+        writer.write(output_row(row, message=None, usage_metadata=None, finish_reason="stop", cost_usd=None,
+                                error=None, attempts=1, backend="live"))
+    assert [row["id"] for row in read_output(str(alone))] == ["r0", "r1", "r2", "r3"]
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(out.read_bytes() + b'{"id": "r9", "mod')
+    assert finished_ids(str(torn)) == {"r0", "r1", "r2"} and torn.read_bytes() == out.read_bytes()

@@ -829,23 +829,38 @@ def _scan(path: str, visit: Callable[[int, Optional[Dict[str, Any]]], None]) -> 
     offset = 0
     with open(path, "rb") as handle:
         for raw in handle:
-            if not raw.endswith(b"\n"):
-                break  # torn: a killed run's last write
-            try:  # (a byte order mark an editor put at the start is read past, as in a job file)
-                obj = json.loads(raw.decode("utf-8-sig" if not offset else "utf-8"))
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                obj = None
-            visit(offset, obj if isinstance(obj, dict) else None)
+            obj = _row_of_line(raw, offset)
+            if not raw.endswith(b"\n") and obj is None:
+                break  # torn: a killed run's last write (a whole row whose newline an editor dropped is kept)
+            visit(offset, obj)
             offset += len(raw)
     return offset
 
 
+def _row_of_line(raw: bytes, offset: int) -> Optional[Dict[str, Any]]:
+    """The output row an output line at ``offset`` holds (None: not one).  A byte order mark an editor put at the
+    start of the file is read past, as in a job file."""
+    try:
+        obj = json.loads(raw.decode("utf-8-sig" if not offset else "utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def _truncate_torn(path: str, good: int) -> None:
+    """Cut the file to its ``good`` part (a torn last line runs again); a last row without its newline (an editor
+    dropped it) gets one, so that the next row appended starts a line of its own."""
     if os.path.getsize(path) > good:
         log.warning("agenthub.jobs: %s ends with a torn line (a run was killed while writing it): cut away, "
                     "that row runs again", path)
         with open(path, "r+b") as handle:
             handle.truncate(good)
+    if good:
+        with open(path, "r+b") as handle:
+            handle.seek(good - 1)
+            if handle.read(1) != b"\n":
+                handle.seek(good)
+                handle.write(b"\n")
 
 
 def _cut_torn_tail(path: str) -> None:
@@ -864,10 +879,14 @@ def _cut_torn_tail(path: str) -> None:
             chunk = handle.read(end - start)
             cut = chunk.rfind(b"\n")
             if cut >= 0:
-                _truncate_torn(path, start + cut + 1)
-                return
+                break
             end = start
-    _truncate_torn(path, 0)
+        else:
+            start, cut = 0, -1
+        good = start + cut + 1
+        handle.seek(good)
+        whole = _row_of_line(handle.read(), good) is not None  # (a row whose newline an editor dropped: kept)
+    _truncate_torn(path, size if whole else good)
 
 
 def read_output(path: str) -> List[Dict[str, Any]]:
