@@ -467,3 +467,22 @@ def test_a_job_file_that_is_not_a_regular_file_is_refused_before_anything_is_rea
     with pytest.raises(ConfigError) as caught:
         read_jobs(os.devnull)
     assert "the job file {} is not a regular file".format(os.devnull) in str(caught.value)
+
+
+def test_rows_read_after_the_check_are_the_checked_ones_even_when_the_last_got_its_newline_since(tmp_path):
+    from agenthub.jobs import iter_rows
+
+    path = tmp_path / "in.jsonl"
+    path.write_bytes((json.dumps(_line("a")) + "\n" + json.dumps(_line("b"))).encode())  # (no final newline yet)
+    job = read_jobs(str(path))
+    job.ids.close()
+    with open(str(path), "ab") as handle:  # its newline written since, then a row the check never saw
+        handle.write(b"\r\n" + json.dumps(_line("c")).encode() + b"\n")
+    assert [row.id for row in iter_rows(str(path), stop=job.size)] == ["a", "b"]
+    assert [row.id for row in iter_rows(str(path))] == ["a", "b", "c"]
+    path.write_bytes((json.dumps(_line("a")) + "\n" + '{"id": "b", "mod').encode())  # (torn when checked)
+    job = read_jobs(str(path), skip_invalid=True)
+    job.ids.close()
+    with open(str(path), "ab") as handle:
+        handle.write(b'el": "gpt-4.1-mini", "messages": []}\n')
+    assert [row.id for row in iter_rows(str(path), stop=job.size, check=False)] == ["a"]

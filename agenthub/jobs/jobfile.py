@@ -467,7 +467,10 @@ def rows_from(path: str, first_line: int, *, check: bool = True, start: Tuple[in
             handle.seek(start[0])
         for number, raw in _bounded_lines(handle, start[1]):
             if stop is not None and handle.tell() > stop:  # (appended, or completed, after the check: unchecked)
-                return
+                past = handle.tell() - stop  # (only its line end written since: the line checked, whole)
+                if raw is None or past > len(raw) or raw[len(raw) - past:].strip(b"\r\n") or not raw[:len(raw) - past]:
+                    return
+                stop = -1  # (the lines after it are all past the check)
             if number < first_line or raw is None or raw.isspace():
                 continue
             try:
