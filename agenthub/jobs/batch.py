@@ -616,11 +616,11 @@ def _submit(input_path: str, backend: str, state_path: str, output_path: Optiona
         job._recover_all()  # a batch whose create call was cut short is found, not created (and paid for) twice
         todo = _still_to_do(job._state)
         digests = job._state.setdefault("row_sha256", {})
-        needs = set(job._state.get("input_needed") or ())  # type: Set[str]
+        needed = set(job._state.get("input_needed") or ())  # type: Set[str]
         records, entries, samples = _plan(input_path, backend, lambda row: row.id in todo, digests,
-                                          job._state.get("output"), needs)
-        if needs:
-            job._state["input_needed"] = sorted(needs)
+                                          job._state.get("output"), needed)
+        if needed:
+            job._state["input_needed"] = sorted(needed)
         job._resume(entries, samples, records)
         return job
     done = finished_ids(output_path) if output_path is not None else set()
