@@ -966,7 +966,8 @@ class RunJournal(object):
         all results of idempotent tools that took less than ``QUICK`` seconds together: those go with the next
         write (the turn's answer, a background response's id, a start, the end), and a crash before it runs
         them again (at least once).  A request in flight needs no entry: a resume sends it again; the header
-        waits for the turn.  StoreError when the lease thread found the run taken over by another worker."""
+        waits for the turn.  StoreError when another worker took the run over (as the lease thread saw, or
+        ``Journal.held`` finds for a lease that thread is late with)."""
         self.journal.held()  # (another worker took the run over: it sends this request, not this one)
         if self._kept_seconds >= QUICK:
             self.journal.flush()
