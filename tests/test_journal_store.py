@@ -735,3 +735,26 @@ def test_an_sqlite_journal_write_past_the_busy_timeout_is_the_transaction_s_retr
             holder.stdin.close()
             holder.stdout.close()
         store.close()
+
+
+def test_a_renewal_racing_the_runs_close_does_not_keep_the_run_held():
+    """The lease thread checks that the run is still open, then renews: a run closed between the two (its lease let
+    go) was taken again by that renewal and held for a whole lease by nobody (a resume got RunLockedError)."""
+    from agenthub.agent.journal import Journal
+
+    class Racing(MemoryStore):
+        journal = None
+
+        def journal_claim(self, run_id, owner, lease=30.0, ttl=None):
+            if self.journal is not None:  # the run ends here, in the reading thread, as the lease thread renews
+                journal, self.journal = self.journal, None
+                journal.close()
+            return MemoryStore.journal_claim(self, run_id, owner, lease, ttl)
+
+    store = Racing()
+    journal = Journal(store, "run-r")
+    journal.open("print")
+    journal.flush()
+    store.journal = journal
+    journal.renew()
+    assert store.journal_claim("run-r", "next-worker", lease=30) is None

@@ -611,8 +611,13 @@ class Journal(object):
             return
         if left is not None:
             self._lost = StoreError("the journal of run {!r}: another worker took the run over".format(self.run_id))
-        else:
-            self._held = max(self._held, asked)
+            return
+        self._held = max(self._held, asked)
+        if not self._open:  # (closed, its lease let go, while this renewal was under way: let go again, not held)
+            try:
+                self.store.journal_release(self.run_id, self.owner)
+            except AgentHubError:
+                pass  # the lease lapses by itself
 
     def held(self) -> None:
         """Before a model request: StoreError when another worker took the run over.  The lease thread renews the
