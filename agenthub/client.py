@@ -237,6 +237,8 @@ class AutoLLMClient(object):
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
         self._host = hosts.client_type(kind).host  # where the request goes, how it is authorised
         self._endpoint = Endpoint(kind, url, key, default_headers, quirks, model)
+        if self._host.check_headers is not None and default_headers:
+            self._host.check_headers(default_headers, self._endpoint, "default_headers")
         #: gen_ai.provider.name of this route: the registry row the caller chose (a preset at any base_url, the
         #: model's row at its vendor's hosts), else the vendor of a known host, else the client-type row's
         self._provider = registry.provider_name(kind, url_host(url), registry.chosen_route(model, client_type,
@@ -468,6 +470,8 @@ class AutoLLMClient(object):
         takes it: ``build_request.takes_prior``)."""
         record = self._protocol
         build = record.build_request
+        if config.get("extra_headers") and self._host.check_headers is not None:
+            self._host.check_headers(config["extra_headers"], self._endpoint, "config['extra_headers']")
         for key in LONGRUN_KEYS:
             if config.get(key) and key not in record.accepts:
                 raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
