@@ -336,7 +336,7 @@ def _trace_show(args: Any) -> int:
 
 def _trace_view(args: Any) -> int:
     from .tracer import cache_dir
-    from .apps.viewer import serve
+    from .apps.viewer import one_time_code, serve
 
     folder = args.dir or cache_dir()
     if not os.path.isdir(folder):
@@ -364,7 +364,9 @@ def _trace_view(args: Any) -> int:
     if args.open:
         import webbrowser
 
-        webbrowser.open(url + ("?" + urlencode({"key": key}) if key else ""))
+        # (never the key: a browser's command line is there for every user of the machine to read; a code taken
+        # once within a minute instead)
+        webbrowser.open(url + ("?" + urlencode({"code": one_time_code(server)}) if key else ""))
     return _serve_until_interrupted(server)
 
 
