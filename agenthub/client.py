@@ -1023,6 +1023,7 @@ class AutoLLMClient(object):
         few public ones (a gateway's own auth header too), extra_headers whatever their names, mcp_servers'."""
         extra = self.credential_values() + list(((config or {}).get("extra_headers") or {}).values())
         extra.extend(body_secrets(getattr(request, "body", None)))  # config["mcp_servers"] credentials
+        extra.extend(getattr(request, "secrets", None) or ())  # extra_body's fields named like a credential
         extra.extend(_transport().session_secrets(self._session))  # session= headers and auth, a proxy's
         return sorted(set(secret_values(getattr(request, "headers", None), extra)), key=len, reverse=True)
 
