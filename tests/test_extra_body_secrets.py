@@ -119,3 +119,29 @@ def test_the_journal_holds_none(tmp_path):
         assert server.requests[0]["body"]["api_key"] == API_KEY
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert [secret for secret in SECRETS if secret.encode() in data] == []
+
+
+@pytest.mark.parametrize("extra, shown", [
+    ({"api_key": b"sk-secret-bytes-0123456789"}, "config['extra_body']['api_key'] is a bytes"),
+    ({"auth": {"password": bytearray(b"sk-secret-bytes-0123456789")}},
+     "config['extra_body']['auth']['password'] is a bytearray"),
+    ({"secrets": [{"sk-secret-in-a-set-0123456789"}]}, "config['extra_body']['secrets'][0] is a set"),
+])
+def test_a_value_json_cannot_carry_under_such_a_name_is_refused_without_showing_it(extra, shown):
+    """The ConfigError showed the value's repr (a key passed as bytes, in the message a log keeps)."""
+    from agenthub.errors import ConfigError
+    from agenthub.validate import check_config
+
+    with pytest.raises(ConfigError) as info:
+        check_config({"extra_body": extra})
+    assert str(info.value) == shown + ": only dicts, lists, strings, numbers, booleans and None can be sent as JSON"
+
+
+def test_elsewhere_the_value_is_still_shown():
+    from agenthub.errors import ConfigError
+    from agenthub.validate import check_config
+
+    with pytest.raises(ConfigError) as info:
+        check_config({"extra_body": {"metadata": {"team": b"search"}}})
+    assert str(info.value) == ("config['extra_body']['metadata']['team'] is a bytes (b'search'): only dicts, lists, "
+                               "strings, numbers, booleans and None can be sent as JSON")
