@@ -164,7 +164,8 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--key-env", metavar="NAME",
                       help="the viewer's key is in the environment variable NAME (open the page once with ?key=...)")
     view.add_argument("--port", type=_port, default=8765, help="0 picks a free port (default 8765)")
-    view.add_argument("--open", action="store_true", help="open the page in a web browser")
+    view.add_argument("--open", action="store_true", help="open the page in a web browser (with --key-env: a one-time "
+                                                          "code in its address, never the key)")
     show = trace_sub.add_parser("show", help="print a saved trace (.json) as text")
     show.add_argument("file")
     logs = sub.add_parser("logs", help="the conversation log of agenthub chat: list, show or export conversations",
