@@ -145,3 +145,34 @@ def test_elsewhere_the_value_is_still_shown():
         check_config({"extra_body": {"metadata": {"team": b"search"}}})
     assert str(info.value) == ("config['extra_body']['metadata']['team'] is a bytes (b'search'): only dicts, lists, "
                                "strings, numbers, booleans and None can be sent as JSON")
+
+
+def test_a_batch_row_whose_error_echoes_one_holds_none_as_the_live_row(tmp_path, monkeypatch):
+    """A provider's per-row error that quotes the request (the batch results file): the live runner's row was
+    scrubbed (the client's error), the batched row kept the value."""
+    from agenthub.jobs import batch as B
+    from agenthub.jobs import run
+    from agenthub.jobs.jobfile import read_output
+    from batch_fakes import BatchFake, default_answer, point_at
+
+    def answer(provider, api, body):
+        if "api_key" in body:
+            return 400, {"error": {"message": "unknown field api_key: " + body["api_key"],
+                                   "type": "invalid_request_error", "param": None, "code": None}}
+        return default_answer(provider, api, body)
+
+    rows = [{"id": "r1", "model": "gpt-4.1-mini", "client_type": "openai-chat",
+             "messages": [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}],
+             "config": {"extra_body": {"api_key": API_KEY}}}]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with BatchFake(answer=answer, polls=1) as server:
+        point_at(monkeypatch, server)
+        run(str(path), str(tmp_path / "live.jsonl"), workers=1, progress=False, max_retries=0)
+        job = B.submit(str(path), backend="openai")
+        assert job.wait(interval=0.01, timeout=10).done
+        job.fetch(str(tmp_path / "batch.jsonl"))
+    for name in ("live.jsonl", "batch.jsonl"):
+        [row] = read_output(str(tmp_path / name))
+        assert row["error"]["message"].startswith("unknown field api_key: ***"), (name, row["error"])
+        assert API_KEY not in (tmp_path / name).read_text()
