@@ -237,8 +237,11 @@ class AutoLLMClient(object):
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
         self._host = hosts.client_type(kind).host  # where the request goes, how it is authorised
         self._endpoint = Endpoint(kind, url, key, default_headers, quirks, model)
-        if self._host.check_headers is not None and default_headers:
-            self._host.check_headers(default_headers, self._endpoint, "default_headers")
+        if self._host.check_headers is not None:
+            self._host.check_headers(default_headers or {}, self._endpoint, "default_headers")
+            headers = getattr(session, "headers", None)  # (requests adds them under the request's own)
+            if isinstance(headers, Mapping):
+                self._host.check_headers(headers, self._endpoint, "session.headers")
         #: gen_ai.provider.name of this route: the registry row the caller chose (a preset at any base_url, the
         #: model's row at its vendor's hosts), else the vendor of a known host, else the client-type row's
         self._provider = registry.provider_name(kind, url_host(url), registry.chosen_route(model, client_type,

@@ -161,6 +161,26 @@ def test_a_header_the_sigv4_signature_writes_is_refused_before_anything_is_sent(
     assert server.requests == []
 
 
+def test_a_sessions_authorization_is_refused_under_sigv4_too(server):
+    """requests adds a session's headers under the request's own: the signature's Authorization replaced the
+    session's silently."""
+    import requests
+
+    session = requests.Session()
+    session.headers["Authorization"] = "Bearer gateway-key-0009"
+    try:
+        with pytest.raises(ConfigError) as info:
+            client(session=session)
+        assert str(info.value).startswith("session.headers sets 'Authorization', which this Bedrock client's SigV4 "
+                                          "signature writes itself")
+        assert "gateway-key-0009" not in str(info.value)
+        del session.headers["Authorization"]
+        assert deltas(list(client(session=session).streaming_response([USER]))) == [{"type": "text", "text": "ok"}]
+    finally:
+        session.close()
+    assert [request["auth"]["kind"] for request in server.requests] == ["sigv4"]
+
+
 REASONING_AND_TOOL = [
     bf.message_start(),
     bf.reasoning_delta(0, text="Paris weather: "), bf.reasoning_delta(0, text="call the tool."),
