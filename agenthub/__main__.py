@@ -154,7 +154,8 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
                                            "bedrock, deepseek, zai, moonshot, dashscope, minimax, openrouter)")
     models.add_argument("--supports", action="append", choices=("tools", "vision", "reasoning", "json_schema"),
-                        help="list the catalog's models that support this (repeatable)")
+                        help="list the catalog's models that support this (repeatable; json_schema: a "
+                             "response_format json_schema can be sent on the model's own route)")
     trace = sub.add_parser("trace", help="saved traces: view them in a browser, or print one")
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION")
     view = trace_sub.add_parser("view", help="serve a viewer of the traces under DIR (standard library http.server)")

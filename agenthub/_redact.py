@@ -164,7 +164,12 @@ def redact_url_query(url: Any) -> Any:
     except ValueError:
         return url.split("?", 1)[0] + "?***"
     query = "&".join(piece.split("=", 1)[0] + ("=***" if "=" in piece else "") for piece in parts.query.split("&"))
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+    # the query replaced in the string as written (urlunsplit would turn sqlite:////abs/x.db into sqlite://abs/x.db,
+    # a host): urlsplit takes the fragment at the first "#", then the query at the first "?" before it
+    base, hash_sign, fragment = url.partition("#")
+    if "?" not in base:
+        return url  # (a "?" in the fragment alone: no query)
+    return base.partition("?")[0] + "?" + query + hash_sign + fragment
 
 
 #: what may be a ``user:password@`` in a string that is not a well-formed URL (``https:/u:p@h``, ``htps://...``)

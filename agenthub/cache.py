@@ -30,13 +30,16 @@ its file 0600; one another user owns or others can write is refused (ConfigError
 
 A hit answers the call before anything is sent (the C1 seam's ``on_call_start`` sets ``call.answer``):
 no route is tried, so no budget or limiter is charged or waited for, and a budget that could not afford
-a live call still gets the cached answer.  It replays the original events (fidelity and usage
-included) with new ``created_at`` times; ``call.cache`` is ``"hit"`` and the route (``last_route``,
+a live call still gets the cached answer.  It replays the original events (fidelity, media (stored as
+``{"__bytes__": base64}``) and usage included, the usage's cache writes and image tokens too) with new
+``created_at`` times; ``call.cache`` is ``"hit"`` and the route (``last_route``,
 the trace) carries ``"cache": "hit"``.  An entry that is corrupt, from another version, or not a valid
 stream is a miss, and it is removed.  A store that cannot be reached is a miss too (logged): a cache
 never fails a call.
 """
 
+import base64
+import binascii
 import contextlib
 import contextvars
 import hashlib
@@ -51,7 +54,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .attempts import AttemptHook
 from .errors import AgentHubError, ConfigError
 from .stores import open_store
-from .stream import check_stream
+from .stream import check_stream, usage_extras, with_usage_extras
 
 __all__ = ["ResponseCache", "request_key", "ENTRY_VERSION", "STATE_FIELDS"]
 
@@ -199,7 +202,7 @@ class _Recording(object):
             self.broken = True
             return
         try:
-            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_bytes_json)
         except (TypeError, ValueError):
             self.broken = True
             return
@@ -236,12 +239,42 @@ class _Recording(object):
             return None
         if self.lines is not None:
             try:
-                check_stream([json.loads(line) for line in self.lines])
+                check_stream([_with_bytes(json.loads(line)) for line in self.lines])
             except (AgentHubError, ValueError):
                 return None
-        packed = self.packed + [self.packer.compress(b"]}"), self.packer.flush()]
+        # what the stop event's usage carries beside the four buckets (cache writes, image tokens, service tier)
+        extras = usage_extras(last["usage"])
+        tail = b"]}" if not extras else ('],"usage_extras":' + json.dumps(extras, separators=(",", ":")) + "}").encode()
+        packed = self.packed + [self.packer.compress(tail), self.packer.flush()]
         self.packed, self.lines = [], None
         return _MAGIC + b"".join(packed)
+
+
+#: the items whose ``data`` is bytes (an image, audio, inline thinking): stored as ``{"__bytes__": base64}``
+_MEDIA = ("inline_data", "inline_thinking")  # (a tuple: a planted entry's type may be a list)
+
+
+def _bytes_json(value: Any) -> Any:
+    """An event's bytes (a media item's ``data``) as JSON: ``{"__bytes__": base64}``, as ``to_jsonable`` writes
+    them; anything else JSON cannot hold stays a TypeError (the answer is then not stored)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
+    raise TypeError("not JSON: {}".format(type(value).__name__))
+
+
+def _with_bytes(event: Any) -> Any:
+    """``event`` (read back from an entry) with its media items' ``data`` bytes again (only there: a tool call's
+    arguments holding the same shape stay as they are); None when a payload is not base64 (not an entry this
+    cache wrote)."""
+    items = event.get("content_items") if type(event) is dict else None
+    for item in items if type(items) is list else ():
+        data = item.get("data") if type(item) is dict and item.get("type") in _MEDIA else None
+        if type(data) is dict and list(data) == ["__bytes__"] and type(data["__bytes__"]) is str:
+            try:
+                item["data"] = base64.b64decode(data["__bytes__"], validate=True)
+            except (binascii.Error, ValueError):
+                return None
+    return event
 
 
 def _shape_ok(event: Dict[str, Any], position: int, last: Optional[Dict[str, Any]]) -> bool:
@@ -438,12 +471,18 @@ def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:
     if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("events"), list):
         return None
     events = doc["events"]
+    for event in events:  # media as stored ({"__bytes__": base64}) back to bytes
+        if _with_bytes(event) is None:
+            return None
     # checked whole before it is replayed: zlib's checksum only says the bytes are the ones written, and an entry
     # in a shared store may be one this cache never wrote (another program's, a bug's, planted)
     try:
         check_stream(events)
     except AgentHubError:
         return None
+    extras = doc.get("usage_extras")
+    if extras is not None:  # the stop's usage priced as the one stored (stream.usage_extras)
+        events[-1]["usage_metadata"] = with_usage_extras(events[-1]["usage_metadata"], extras)
     return events
 
 

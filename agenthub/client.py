@@ -40,6 +40,7 @@ import collections.abc
 import itertools
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -58,13 +59,14 @@ from .breaker import settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_origin, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
-from .foreign import for_dialect, for_dialect_resumed
+from .foreign import RESULTS_NEXT, for_dialect, for_dialect_resumed, results_next_to_calls
 from .providers import DIALECTS
 from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_pairs, check_distinct_header_names,
+from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_choice_has_tools,
+                       check_tool_pairs, check_distinct_header_names,
                        check_header_name, check_header_value, check_message, check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
@@ -363,6 +365,7 @@ class AutoLLMClient(object):
 
     def _plan(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> Any:
         """``plan`` with ``cfg`` already checked (``check_config``'s result: checked once per call)."""
+        check_tool_choice_has_tools(cfg)
         checked = self._checked
         same = check_messages(messages, checked)
         return apply_extras(self._build(list(messages), cfg, prior=Prior(checked.stash, same or 0)), cfg)
@@ -495,6 +498,10 @@ class AutoLLMClient(object):
         else:
             foreign_thinking = "drop"
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
+        if self._dialect in RESULTS_NEXT:
+            joined = results_next_to_calls(messages)
+            if joined is not messages:  # (a user text between a call and its results: its run is one message)
+                messages, prior = joined, None  # type: ignore[assignment]
         if prior is not None and getattr(build, "takes_prior", False):
             messages = for_dialect_resumed(messages, self._dialect, foreign_thinking, prior)  # type: ignore[assignment]
         else:
@@ -528,32 +535,35 @@ class AutoLLMClient(object):
             max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
             decisions: Optional[Mapping[str, Any]] = None, hooks: Optional[Sequence[Any]] = None,
             journal: Any = None, run_id: Optional[str] = None, journal_ttl: Optional[float] = None,
-            journal_wait: Optional[float] = None, output: Any = None, output_retries: int = 2) -> "Run":
+            journal_wait: Optional[float] = None, output: Any = None, output_retries: int = 2,
+            max_output_chars: Optional[int] = 1000000) -> "Run":
         """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; docs/tools.md).
         ``hooks``: ToolHooks of this run (agenthub.agent.ToolHook), after this client's.  ``journal`` (a store
         URL or object) and ``run_id``: a run that survives a crash, resumed by calling again with the same
         ``run_id`` (docs/tools.md, "Runs that survive a crash"); ``journal_ttl`` seconds it is kept after its
         last write (None: until forgotten), ``journal_wait`` seconds to wait for a live owner to let go.
         ``output``: a type (as ``parse`` takes) the final answer must be: ``RunResult.output``, re-asked at most
-        ``output_retries`` times in the same loop (docs/typed-output.md, "In a tool run")."""
+        ``output_retries`` times in the same loop (docs/typed-output.md, "In a tool run").  ``max_output_chars``:
+        the longest text of a tool's result (its head and a marker saying how much was cut; None: no limit)."""
         return (_RUN or _run_class())(
             self, messages, config, tools, max_turns, parallel, approve, decisions, hooks=hooks, journal=journal,
             run_id=run_id, journal_ttl=journal_ttl, journal_wait=journal_wait, output=output,
-            output_retries=output_retries, **self._run_hooks(config))
+            output_retries=output_retries, max_output_chars=max_output_chars, **self._run_hooks(config))
 
     def run_stateful(self, message: Optional[UniMessage], config: Optional[UniConfig] = None, *,
                      tools: Sequence[Any], max_turns: int = 10, parallel: int = 4,
                      approve: Optional[Callable[[ToolCallItem], Any]] = None,
                      decisions: Optional[Mapping[str, Any]] = None, hooks: Optional[Sequence[Any]] = None,
                      journal: Any = None, run_id: Optional[str] = None, journal_ttl: Optional[float] = None,
-                     journal_wait: Optional[float] = None, output: Any = None, output_retries: int = 2) -> "Run":
+                     journal_wait: Optional[float] = None, output: Any = None, output_retries: int = 2,
+                     max_output_chars: Optional[int] = 1000000) -> "Run":
         """``run`` on and into this instance's history (each turn appended as it completes, each turn's tool
-        results as soon as its calls ran, a re-ask with its answer); ``journal``/``run_id``, ``output`` and
-        ``output_retries`` as ``run``'s."""
+        results as soon as its calls ran, a re-ask with its answer); ``journal``/``run_id``, ``output``,
+        ``output_retries`` and ``max_output_chars`` as ``run``'s."""
         return (_RUN or _run_class())(
             self, None, config, tools, max_turns, parallel, approve, decisions, True, message, hooks=hooks,
             journal=journal, run_id=run_id, journal_ttl=journal_ttl, journal_wait=journal_wait, output=output,
-            output_retries=output_retries, **self._run_hooks(config))
+            output_retries=output_retries, max_output_chars=max_output_chars, **self._run_hooks(config))
 
     def _run_hooks(self, config: Any) -> Dict[str, Any]:
         """What a run takes from this client: its hooks (those with ToolHook methods apply to runs), the
@@ -974,11 +984,20 @@ class AutoLLMClient(object):
                     continue
             here = url_origin(url) is not None and url_origin(url) == url_origin(self._endpoint.base_url)
             pin = self._endpoint.quirks.get("anthropic_version") if getattr(self, "_anthropic_pin", False) else None
-            return AutoLLMClient(entry, key if here else None, timeout=self.timeout, max_retries=self.max_retries,
-                                 max_line_bytes=self.max_line_bytes, budget=self.budget, session=shared,
-                                 default_headers=self._endpoint.headers if here else None,
-                                 anthropic_version=pin if kind is not None and hosts.client_type(
-                                     kind).dialect == "anthropic" else None)
+            try:
+                return AutoLLMClient(entry, key if here else None, timeout=self.timeout, max_retries=self.max_retries,
+                                     max_line_bytes=self.max_line_bytes, budget=self.budget, session=shared,
+                                     default_headers=self._endpoint.headers if here else None,
+                                     anthropic_version=pin if kind is not None and hosts.client_type(
+                                         kind).dialect == "anthropic" else None)
+            except ConfigError as exc:
+                if type(exc) is not ConfigError:
+                    raise
+                # which entry, and what helps: its own key variable (an api_key= here would be this client's)
+                words = re.sub(r"\bpass api_key= or set ([A-Z0-9_]+(?: or [A-Z0-9_]+)*)",
+                               r"set \1 (a fallback named by model reads its provider's own key variable), or give "
+                               r"the entry as a client with its own key", str(exc))
+                raise ConfigError("fallbacks entry {!r}: {}".format(entry[:80], words)) from None
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
 

@@ -19,20 +19,35 @@ sends it again):
    on the call and on its result alike, so the pair still matches; every other id is sent byte for byte.
    An id the target's own protocol issued (a tool_call whose fidelity carries the family's mark: an
    openai-chat server's long id is marked ``issued_id``) goes back to that protocol as it came.
-4. Nothing else changes: order (each tool_result still follows its call), text, tool arguments, media.
+4. Claude's redacted thinking moves between Claude's two wires: Anthropic's ``redacted_thinking`` ``data``
+   (fidelity ``redacted_data``) and Bedrock Converse's ``reasoningContent.redactedContent`` (fidelity
+   ``redacted_content``, a blob the JSON wire carries as base64) are the same bytes, base64 text on both, so an
+   item carrying one goes to the other wire under that wire's key (the value as it came; one that is not
+   base64 is dropped as any foreign mark is, Bedrock could not decode it).
+5. Nothing else changes: order (each tool_result still follows its call), text, tool arguments, media.
+
+Apart from these, ``results_next_to_calls`` (for the wires that take a call's results only in the user turn right
+after it: Anthropic, Gemini and its Interactions API, Chat Completions) joins the user messages that follow an
+assistant message into one when a later one holds tool results and an earlier one other items (a text typed while
+the tools ran): each wire then sends the results first, as it does within one message (Bedrock joins consecutive
+user messages itself).
 
 The marks, what each dialect reads and its tool_call id rule are facts of its record in the dialect index
 (``agenthub.providers.DIALECTS``: ``marks``, ``reads``, ``call_ids``); ``MARKS`` and ``READS`` below are read from it.
 """
 
+import base64
+import binascii
 import hashlib
 import logging
 from operator import is_ as _is
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .providers import ALL_FAMILIES, ANY_ID, DIALECTS
+from .validate import CACHE_BREAKPOINT
 
-__all__ = ["MARKS", "READS", "family_of", "for_dialect", "for_dialect_resumed", "FOREIGN_THINKING"]
+__all__ = ["MARKS", "READS", "family_of", "for_dialect", "for_dialect_resumed", "FOREIGN_THINKING",
+           "results_next_to_calls", "RESULTS_NEXT"]
 
 logger = logging.getLogger("agenthub")
 
@@ -51,6 +66,27 @@ READS = {name: tuple(family for family, _ in MARKS) if record.reads == ALL_FAMIL
          for name, record in DIALECTS.items()}
 
 _CONVERTED = ("thinking", "inline_thinking", "compaction")
+
+#: Claude's redacted thinking on its two wires: target dialect -> (the other wire's fidelity key, the target's own)
+_REDACTED = {"bedrock": ("redacted_data", "redacted_content"), "anthropic": ("redacted_content", "redacted_data")}
+
+
+def _redacted_for(item: Mapping[str, Any], keys: Tuple[str, str]) -> Mapping[str, Any]:
+    """``item`` with the other Claude wire's redacted thinking under the target's key (``item`` itself when it
+    carries none, or a value that is not base64)."""
+    fidelity = item.get("fidelity")
+    other, own = keys
+    if not isinstance(fidelity, Mapping) or other not in fidelity or own in fidelity:
+        return item
+    data = fidelity[other]
+    try:
+        if not isinstance(data, str) or not data or not base64.b64decode(data, validate=True):
+            return item
+    except (binascii.Error, ValueError):
+        return item
+    moved = {key: value for key, value in fidelity.items() if key != other}
+    moved[own] = data
+    return dict(item, fidelity=moved)
 
 #: a compaction item's ``fidelity["format"]`` (providers._common.COMPACTION_FORMAT) -> its family
 _COMPACTION_FAMILIES = {record.compaction: name for name, record in DIALECTS.items() if record.compaction}
@@ -125,6 +161,59 @@ def for_dialect_resumed(messages: Sequence[Mapping[str, Any]], dialect: str, for
     return out
 
 
+#: the dialects whose API takes a call's results only in the user turn right after the call (Anthropic: "tool_result
+#: blocks must come first" in that message; Gemini: the function response turn comes right after the function call
+#: turn, as the Interactions API's steps are sent; Chat Completions: the tool messages follow the assistant message
+#: with 'tool_calls'), and which join no user messages themselves (Bedrock joins consecutive user messages;
+#: Responses' input items keep their order)
+RESULTS_NEXT = frozenset(("anthropic", "gemini", "gemini-interactions", "openai-chat"))
+
+
+def results_next_to_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """``messages``, or (when some user messages after an assistant message hold tool results after a user message
+    with other items) a copy where each such run of user messages is one message: its items in order, each
+    message's ``cache_breakpoint`` kept on its last item, the other keys the run's first message's.  The caller's
+    messages are never changed; ``messages`` itself comes back when there is nothing to join."""
+    out = None  # type: Optional[List[Mapping[str, Any]]]
+    index, count = 0, len(messages)
+    while index < count:
+        message = messages[index]
+        end = index + 1
+        if message.get("role") == "user" and index and messages[index - 1].get("role") == "assistant":
+            while end < count and messages[end].get("role") == "user":
+                end += 1
+        if end - index > 1 and _result_after_other(messages[index:end]):
+            if out is None:
+                out = list(messages[:index])
+            out.append(_joined(messages[index:end]))
+        elif out is not None:
+            out.extend(messages[index:end])
+        index = end
+    return messages if out is None else out
+
+
+def _result_after_other(run: Sequence[Mapping[str, Any]]) -> bool:
+    other = False
+    for message in run:
+        items = message.get("content_items") or ()
+        if other and any(item.get("type") == "tool_result" for item in items):
+            return True
+        other = other or any(item.get("type") != "tool_result" for item in items)
+    return False
+
+
+def _joined(run: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    joined = {key: value for key, value in run[0].items() if key != CACHE_BREAKPOINT}
+    items = []  # type: List[Any]
+    for message in run:
+        own = list(message.get("content_items") or ())
+        if message.get(CACHE_BREAKPOINT) is True and own:
+            own[-1] = dict(own[-1], **{CACHE_BREAKPOINT: True})
+        items.extend(own)
+    joined["content_items"] = items
+    return joined
+
+
 def _own(messages: Sequence[Mapping[str, Any]], reads: Sequence[str]) -> set:
     """The ids of tool calls the target's protocol issued: never rewritten for it (call and result)."""
     own = set()
@@ -139,14 +228,19 @@ def _own(messages: Sequence[Mapping[str, Any]], reads: Sequence[str]) -> set:
 def _convert(messages: Sequence[Mapping[str, Any]], dialect: str, reads: Sequence[str], own: Any,
              foreign_thinking: str, changed: Dict[str, int], out: List[Mapping[str, Any]], rewritable: set) -> None:
     """``messages`` converted onto ``out``; ``rewritable`` gains every id the dialect would rewrite."""
+    redacted = _REDACTED.get(dialect)
     for message in messages:
         items = message.get("content_items") or []
         new_items = None  # type: Optional[List[Any]]
         for index, item in enumerate(items):
             replacement = item  # type: Any
             kind = item.get("type")
+            if redacted is not None and (kind == "thinking" or kind == "text") and item.get("fidelity"):
+                replacement = _redacted_for(item, redacted)
+                if replacement is not item:
+                    changed["redacted_moved"] = changed.get("redacted_moved", 0) + 1
             if kind in _CONVERTED:
-                family = family_of(item)
+                family = family_of(replacement)
                 if family is not None and family not in reads:
                     if kind == "thinking" and foreign_thinking == "text" and item.get("thinking"):
                         replacement = {"type": "text", "text": item["thinking"]}

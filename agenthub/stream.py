@@ -19,7 +19,7 @@ from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata, paired
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
-           "with_output_images",
+           "with_output_images", "USAGE_EXTRAS", "usage_extras", "with_usage_extras",
            "StopEvent", "whole_text", "surrogates_escaped", "text_is_utf8", "paired_halves",
            "surrogates_shown"]
 
@@ -148,6 +148,29 @@ def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
     hour = usage_count(written_1h)
     return _usage(buckets, written, hour if hour is not None and hour <= written else None,
                   getattr(buckets, "service_tier", None), getattr(buckets, "output_image_tokens", None))
+
+
+#: what a ``Usage`` carries beside its four buckets (each priced: ``agenthub.cost`` reads them)
+USAGE_EXTRAS = ("cache_write", "cache_write_1h", "output_image_tokens", "service_tier")
+
+
+def usage_extras(usage: Any) -> Dict[str, Any]:
+    """What ``usage`` carries beside its four buckets (``USAGE_EXTRAS``, those it has), JSON-ready: what a
+    usage written as JSON (the serve wire, a response cache entry, a run's journal) keeps beside the data model's
+    four buckets, so the usage read back (``with_usage_extras``) is priced as the one written."""
+    return {name: value for name in USAGE_EXTRAS if (value := getattr(usage, name, None)) is not None}
+
+
+def with_usage_extras(buckets: Any, extras: Any) -> Any:
+    """``buckets`` (four buckets read back from JSON) carrying ``extras`` (``usage_extras`` of the usage they
+    were), each checked as a wire's count is (a count that is not one, or more image tokens than output, is left
+    out); ``buckets`` as they are when there is nothing to carry."""
+    if type(extras) is not dict or not extras or not isinstance(buckets, dict):
+        return buckets
+    if extras.get("cache_write") is not None:
+        buckets = with_cache_write(buckets, extras["cache_write"], extras.get("cache_write_1h"))
+    buckets = with_output_images(buckets, extras.get("output_image_tokens"))
+    return with_service_tier(buckets, extras.get("service_tier"), CATALOG_TIERS)  # (the catalog's tier names)
 
 
 #: a wire's service tier -> the catalog tier the answer is billed at (``standard``: the standard prices); OpenAI's
@@ -327,9 +350,10 @@ def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = N
         finish = "tool_call"
     if not substantive and not end.replayable:
         raise EmptyResponseError(
-            "the {} response finished with no text, tool call or media (finish_reason={})".format(
-                client or "provider", finish
-            ),
+            "the {} response finished with no text, tool call or media (finish_reason={}){}".format(
+                client or "provider", finish, ": max_tokens ran out before an answer began (thinking spends them "
+                                              "too): raise max_tokens, or lower thinking_level"
+                if finish == "length" else ""),
             client=client,
             finish_reason=finish,
             usage_metadata=usage,

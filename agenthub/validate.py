@@ -283,6 +283,17 @@ def _tool_choice(key: str, value: Any, config: Dict[str, Any]) -> Any:
     raise _bad(key, "'auto', 'required', 'none' or a non-empty list of tool names", value)
 
 
+def check_tool_choice_has_tools(config: Mapping[str, Any]) -> None:
+    """``tool_choice: "required"`` with no tool to call (no ``tools``, no ``mcp_servers``, no tools in
+    ``extra_body``): no model can meet it (Chat Completions answers 400).  Checked on the request a client
+    plans, not on a config alone (``agenthub serve``'s default_config may force tools its callers send)."""
+    extra = config.get("extra_body")
+    if config.get("tool_choice") == "required" and not config.get("tools") and not config.get("mcp_servers") and not (
+            isinstance(extra, _Mapping) and ("tools" in extra or "toolConfig" in extra)):
+        raise ConfigError("config['tool_choice'] 'required' needs a tool to call: config['tools'] has none "
+                          "(give the tools, or leave tool_choice out)")
+
+
 def _image_config(key: str, value: Any, config: Dict[str, Any]) -> Any:
     if not isinstance(value, _Mapping) or set(value) - {"aspect_ratio", "image_size"}:
         raise _bad(key, "a dict with aspect_ratio and/or image_size", value)
@@ -523,30 +534,35 @@ def count_marks(messages: Sequence[Mapping[str, Any]]) -> int:
     return sum(sum(cache_marks(message)) for message in messages)
 
 
-#: the dialects whose API refuses a tool call left unanswered when another message follows it (Chat Completions
-#: servers differ: OpenAI's refuses, a local server may not; Gemini's rule is its own)
-ANSWERS_REQUIRED = frozenset(("anthropic", "bedrock", "openai-responses"))
+#: the dialects whose API refuses a tool call left unanswered when another message follows it (Gemini: "the number
+#: of function response parts is equal to the number of function call parts of the function call turn", a 400).
+#: Chat Completions servers differ: the hosts known to refuse ("An assistant message with 'tool_calls' must be
+#: followed by tool messages responding to each 'tool_call_id'": OpenAI, Azure, DeepSeek, DashScope, Moonshot) set
+#: the endpoint quirk ``answers_required``; a local server, which may take such a history, is not checked
+ANSWERS_REQUIRED = frozenset(("anthropic", "bedrock", "openai-responses", "gemini"))
 #: extra_body fields that continue state held by the server: the calls a result answers are not in the messages
 _SERVER_STATE = ("previous_response_id", "conversation", "previous_interaction_id")
 
 
 def check_tool_pairs(client: str, dialect: str, messages: Sequence[Mapping[str, Any]],
-                     config: Mapping[str, Any]) -> None:
+                     config: Mapping[str, Any], answers_required: bool = False) -> None:
     """A tool_result answers a tool_call of an earlier assistant message (every wire refuses one that does not,
-    or cannot send it: Gemini needs the call's name), and on the ``ANSWERS_REQUIRED`` dialects every call is
-    answered in the user messages before the next assistant message (a call in the last message may stay open).
+    or cannot send it: Gemini needs the call's name), and on the ``ANSWERS_REQUIRED`` dialects (or with
+    ``answers_required``: the endpoint's quirk) every call is answered in the user messages before the next
+    assistant message (a call in the last message may stay open).
     ConfigError before sending.  Items carrying a provider's own server item (an MCP approval request and its
     answer) are the server's business; a continuation of server-side state (``extra_body``) is not checked."""
     extra = config.get("extra_body")
     if extra and isinstance(extra, _Mapping) and any(extra.get(name) for name in _SERVER_STATE):
         return
     # (one pass, no Python call per item: a long history costs a loop, not a function call per message)
+    required = answers_required or dialect in ANSWERS_REQUIRED
     called = set()  # type: set
     open_calls = []  # type: List[Tuple[int, Mapping[str, Any]]]
     for index, message in enumerate(messages):
         items = message.get("content_items") or ()
         if message.get("role") == "assistant":
-            if open_calls and dialect in ANSWERS_REQUIRED:
+            if open_calls and required:
                 _unanswered(client, open_calls[0])
             open_calls = []
             for item in items:
@@ -566,7 +582,7 @@ def check_tool_pairs(client: str, dialect: str, messages: Sequence[Mapping[str, 
                 if open_calls[position][1].get("tool_call_id") == call_id:
                     del open_calls[position]
                     break
-    if open_calls and dialect in ANSWERS_REQUIRED and messages[-1].get("role") != "assistant":
+    if open_calls and required and messages[-1].get("role") != "assistant":
         _unanswered(client, open_calls[0])
 
 

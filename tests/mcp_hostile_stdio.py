@@ -12,6 +12,10 @@ and answers tools/call ``echo`` with its text; tools/call ``deaf`` stops reading
   answered.
 - ``leak-env``: tools/call is answered with a JSON-RPC error echoing ``SERVER_TOKEN`` (message and data).
 - ``list-token``: tools/call first sends a progress notification whose ``progressToken`` is a list, then answers.
+- ``odd-progress``: tools/call first sends progress notifications for its request (its id as the token) whose
+  values are no finite number (true, "5", an integer of 400 digits, NaN), one with a total and a message of the
+  wrong types, one with a total past a float's range (its message echoing ``SERVER_TOKEN``), one for another
+  token, then answers.
 - ``null-id-error``: tools/call is answered with an error whose id is null (a parse error, say).
 - ``close-stdout``: tools/call closes stdout and the server keeps running (ignoring SIGTERM).
 - ``half-line``: tools/call gets half a line, then the server exits with status 5.
@@ -91,6 +95,16 @@ def main():
         if FAULT == "list-token":  # a progress notification whose token is a list (no valid token), then the answer
             send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": [ident],
                                                                                   "progress": 1}})
+        if FAULT == "odd-progress":
+            def progress(value, extra=""):
+                sys.stdout.write('{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": '
+                                 '%d, "progress": %s%s}}\n' % (ident, value, extra))
+            for value in ("true", '"5"', "1" + "0" * 400, "NaN", "Infinity"):
+                progress(value)
+            progress("1", ', "total": "x", "message": 5')
+            progress("2.5", ', "total": 1%s, "message": "m %s"' % ("0" * 400, os.environ.get("SERVER_TOKEN", "")))
+            send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": ident + 1,
+                                                                                  "progress": 3}})
         if FAULT == "null-id-error":
             send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
             continue

@@ -1,5 +1,7 @@
 """A server built on the official ``mcp`` SDK's low-level API (test-only oracle, Python >= 3.10) whose lists come
-in pages: tools, resources and prompts, three pages each, chained by ``nextCursor``.
+in pages: tools, resources and prompts, three pages each, chained by ``nextCursor``; the second page's cursor is
+the empty string (a cursor like any other: 2026-07-28 server/utilities/pagination, "an empty string is a valid
+cursor and thus MUST NOT be treated as the end of results").
 
     python tests/mcp_official_paged.py        (stdio)
 """
@@ -16,8 +18,8 @@ PAGES = 3
 def page(params):
     """(this page's number, the cursor of the next one or None) for a request's params."""
     cursor = params.cursor if params is not None else None
-    number = int(cursor.split("-")[1]) if cursor else 0
-    return number, ("page-{}".format(number + 1) if number + 1 < PAGES else None)
+    number = 0 if cursor is None else 1 if cursor == "" else int(cursor.split("-")[1])
+    return number, ("" if number == 0 else "page-{}".format(number + 1) if number + 1 < PAGES else None)
 
 
 async def list_tools(ctx, params):

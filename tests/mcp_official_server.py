@@ -65,7 +65,7 @@ def fail(why: str) -> str:
 async def slow(steps: int, ctx: Context) -> str:
     """Reports progress, then answers."""
     for step in range(steps):
-        await ctx.report_progress(step + 1, steps)
+        await ctx.report_progress(step + 1, steps, "the last step" if step + 1 == steps else None)
         await asyncio.sleep(0.01)
     return "done after {}".format(steps)
 

@@ -571,3 +571,42 @@ def test_an_around_request_cannot_swallow_the_turns_error():
                                   headers={"Content-Type": "application/json"})]
         with pytest.raises(ServerError):
             client_for(server).run([USER], tools=[get_weather], hooks=[_Swallows()]).result()
+
+
+def test_a_before_call_answer_of_the_wrong_kind_names_none_among_the_right_ones():
+    """before_call may return None (no say: go on); the error for a wrong answer lists it with the others."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO)]), Answer([chat_text("ok")])]
+        with pytest.raises(ConfigError) as info:
+            client_for(server).run([USER], tools=[get_weather], hooks=[Recorder(decide={"c1": 5})]).result()
+    assert str(info.value) == ("a hook's before_call answer for c1 must be None (no say), True, False, a reason "
+                               "(str) or {'arguments': {...}} (got int)")
+
+
+def test_an_on_run_end_that_raises_keeps_the_runs_own_error_and_every_hook_hears_the_end(caplog):
+    """The run's error stands (an on_run_end that raised replaced it: the caller saw the hook's RuntimeError, not
+    the ServerError), the hooks after it still hear the end (the trace writer's, telemetry's span), and the hook's
+    error is logged; on a run that ended well the hook's error is raised, after every hook heard the end."""
+    class Bad(ToolHook):
+        def on_run_end(self, run, error):
+            raise RuntimeError("the hook broke")
+
+    with SSEServer() as server:
+        server.answers += [Answer([b'{"error": {"message": "overloaded"}}'], status=503,
+                                  headers={"Content-Type": "application/json"}),
+                           Answer([chat_text("Done.")])]
+        after = Recorder()
+        with caplog.at_level("WARNING", logger="agenthub"):
+            with pytest.raises(Exception) as info:
+                client_for(server).run([USER], tools=[get_weather], hooks=[Bad(), after]).result()
+        assert type(info.value).__name__ == "ServerError"
+        assert after.seen[-1] == ("on_run_end", None, "ServerError")
+        assert [record.getMessage() for record in caplog.records] == [
+            "an on_run_end hook (Bad) raised RuntimeError; the run's own error (ServerError) stands"]
+        caplog.clear()
+        after = Recorder()
+        with pytest.raises(RuntimeError) as info:
+            client_for(server).run([USER], tools=[get_weather], hooks=[Bad(), after]).result()
+        assert str(info.value) == "the hook broke"
+        assert after.seen[-1] == ("on_run_end", "done", None)
+        assert caplog.records == []

@@ -905,3 +905,42 @@ def test_a_plain_tool_schemas_call_may_be_denied_by_decision():
     assert result.messages[0]["content_items"] == [
         {"type": "tool_result", "tool_call_id": "c1", "text": "denied: skip it", "is_error": True}]
     assert still.stop == "approval" and [c["tool_call_id"] for c in still.pending] == ["c1"]
+
+
+@tool
+def huge_log(lines: int) -> str:
+    """A log of many lines."""
+    return "".join("line {:07d}\n".format(n) for n in range(lines))  # 13 characters a line
+
+
+def test_a_tools_output_past_max_output_chars_is_cut_with_a_marker_the_model_reads():
+    """A tool's text went to the model, the run's messages and the journal whole (500 MB too): now at most
+    max_output_chars characters (default MAX_OUTPUT_CHARS), the marker saying how much was cut within them."""
+    import inspect
+
+    from agenthub.agent.runner import MAX_OUTPUT_CHARS
+    assert MAX_OUTPUT_CHARS == 1000000
+    for method in (AutoLLMClient.run, AutoLLMClient.run_stateful):  # (the client's default is the runner's)
+        assert inspect.signature(method).parameters["max_output_chars"].default == MAX_OUTPUT_CHARS
+    full = "".join("line {:07d}\n".format(n) for n in range(100000))  # 1,300,000 characters
+    cases = [({"max_output_chars": 100}, 8, full[:36] + "\n[... 68 more characters cut by agenthub "
+                                                        "(max_output_chars=100)]"),
+             ({}, 100000, full[:999928] + "\n[... 300072 more characters cut by agenthub "
+                                          "(max_output_chars=1000000)]"),
+             ({"max_output_chars": None}, 100000, full),
+             ({"max_output_chars": 104}, 8, full[:104])]  # (exactly the limit: whole)
+    for kwargs, lines, text in cases:
+        with SSEServer() as server:
+            server.answers += [Answer([chat_calls([("c1", "huge_log", json.dumps({"lines": lines}))])]),
+                               Answer([chat_text("Read.")])]
+            result = client_for(server).run([USER], tools=[huge_log], **kwargs).result()
+            sent = server.requests[1]["body"]["messages"][-1]
+        assert len(text) <= (kwargs.get("max_output_chars", MAX_OUTPUT_CHARS) or len(full))
+        assert sent == {"role": "tool", "tool_call_id": "c1", "content": text}
+        assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": text}]
+    with SSEServer() as server:
+        for bad in (0, 99, 1.5, True, "1000"):
+            with pytest.raises(ConfigError) as info:
+                client_for(server).run([USER], tools=[huge_log], max_output_chars=bad)
+            assert str(info.value) == "max_output_chars must be an int >= 100 or None (got {!r})".format(bad)
+        assert server.requests == []

@@ -517,3 +517,28 @@ def test_a_default_that_is_a_credential_is_never_shown_to_the_model(monkeypatch)
     with pytest.raises(ConfigError) as unnamed:  # (its repr shows the bound key)
         tool(functools.partial(search, api_key="sk-live-bound-0002"))
     assert str(unnamed.value) == "a partial has no name: tool(fn, name=...)"
+
+
+def test_a_docstring_that_opens_with_its_args_title_keeps_every_description():
+    # """Args: on the quotes' line: cleandoc dedents the items to the title's level, and the section ended at
+    # its first item (every parameter's description was lost, the schema sent without them)
+    def forecast(city: str, days: int = 3) -> str:
+        """Args:
+            city: The city,
+                by its English name.
+            days: How many days.
+        """
+        return city
+
+    assert parse_docstring(forecast.__doc__) == ("", {"city": "The city, by its English name.",
+                                                      "days": "How many days."})
+    schema = Tool(forecast).schema
+    assert schema == {"name": "forecast", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "description": "The city, by its English name."},
+                                         "days": {"type": "integer", "description": "How many days.", "default": 3}},
+        "required": ["city"]}}
+    # with its other sections, on the quotes' line or below, the same
+    for doc in ('Args:\n        a: First.\n        b: Second.\n    Returns:\n        x\n    ',
+                'Args:\n        a: First.\n        b: Second.\n        Returns:\n            x\n        ',
+                'Parameters:\n    a: First.\n\n    b: Second.\n    Raises:\n        E: never.'):
+        assert parse_docstring(doc) == ("", {"a": "First.", "b": "Second."}), doc

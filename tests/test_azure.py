@@ -186,7 +186,8 @@ def test_a_provider_that_raises_is_an_authentication_error():
 
 def test_endpoint_and_key_from_the_environment():
     assert resolve("my-gpt5", "azure", environ=ENV) == (
-        "azure", RESOURCE, KEY, {"api_version": "2024-10-21", "max_tokens_field": "max_tokens", "strict_subset": True})
+        "azure", RESOURCE, KEY, {"api_version": "2024-10-21", "max_tokens_field": "max_tokens", "strict_subset": True,
+                                 "answers_required": True, "image_subset": True})
     assert resolve("my-gpt5", "azure-openai", environ=ENV)[0] == "azure"
     assert resolve("my-gpt5", "azure-responses", environ=ENV)[:3] == ("azure-responses", RESOURCE, KEY)
 

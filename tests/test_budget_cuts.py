@@ -207,3 +207,19 @@ def test_a_keyboard_interrupt_inside_the_read_counts_the_hold_once(monkeypatch):
             list(stream)
         stream.close()
     assert (budget.spent_usd, budget.reserved_usd, budget.requests) == (pytest.approx(HOLD, rel=1e-12), 0.0, 1)
+
+
+def test_a_run_says_what_its_cut_attempts_were_counted_beside_what_its_answers_cost(fast_backoff):
+    """RunResult.cost_usd prices the answers (a cut attempt has no usage to price); RunResult.cut_usd is what the
+    Budget counted for the attempts cut after the provider took them: the two sum to what the Budget charged."""
+    budget = Budget(1)
+    with SSEServer() as server:
+        server.answers.extend([Answer([HEAD]), Answer([WHOLE]), Answer([WHOLE])])
+        result = _claude(server.url, budget, max_retries=1).run(HI, {"max_tokens": 1000}, tools=[]).result()
+        plain = _claude(server.url, Budget(1)).run(HI, {"max_tokens": 1000}, tools=[]).result()
+        assert len(server.requests) == 3
+    assert result.cost_usd == pytest.approx(ACTUAL, rel=1e-12)
+    assert result.cut_usd == pytest.approx(HOLD, rel=1e-12)
+    assert result.cost_usd + result.cut_usd == pytest.approx(budget.spent_usd, rel=1e-12)
+    assert budget.spent_usd == pytest.approx(HOLD + ACTUAL, rel=1e-12)
+    assert (plain.cost_usd, plain.cut_usd) == (pytest.approx(ACTUAL, rel=1e-12), None)  # nothing cut

@@ -334,3 +334,33 @@ def test_an_entry_whose_events_break_the_stream_grammar_is_a_miss_and_is_removed
         assert client.response(_user("x"), {"max_tokens": 8}) == dict(first, created_at=ANY)  # the new entry
         assert server.counts["x"] == 2 and cache.hits == 1
     cache.close()
+
+
+def test_an_answer_holding_media_is_stored_and_replayed_with_its_bytes(cache):
+    """A media item's bytes (an image model's answer) made the answer JSON could not hold: it was never stored,
+    each call paid again for the same image.  Stored as {"__bytes__": base64}, replayed as the bytes; a tool
+    call's arguments of that shape stay as the model wrote them."""
+    from server_support import Route, Upstream
+
+    fixture = os.path.join(os.path.dirname(__file__), "fixtures", "gemini", "image_output.sse")
+    with open(fixture, "rb") as handle:
+        body = handle.read()
+    with Upstream() as up, requests.Session() as session:
+        up.routes["gem"] = Route(body)
+        client = AutoLLMClient("gemini-3-pro-image-preview", client_type="gemini", base_url=up.url + "/gem",
+                               api_key=KEY, max_retries=0, cache=cache, session=session)
+        first = list(client.streaming_response(_user("draw"), {"max_tokens": 2000}))
+        again = list(client.streaming_response(_user("draw"), {"max_tokens": 2000}))
+        assert len(up.requests) == 1  # the second call was never sent
+    check_stream(again)
+    media = [(item["type"], type(item["data"]), item["data"][:4]) for e in again for item in e["content_items"] or ()
+             if "data" in item]
+    assert media == [("inline_thinking", bytes, b"\x89PNG"), ("inline_data", bytes, b"\x89PNG")]
+    from agenthub.cache import _with_bytes
+
+    call = {"type": "tool_call", "name": "f", "tool_call_id": "c1", "arguments": {"__bytes__": "AAAA"}}
+    assert _with_bytes({"content_items": [dict(call)]}) == {"content_items": [call]}
+    assert _with_bytes({"content_items": [{"type": "inline_data", "mime_type": "image/png",
+                                           "data": {"__bytes__": "not base64!"}}]}) is None
+    assert _without_times(again) == _without_times(first)
+    assert (cache.hits, cache.misses, cache.stored) == (1, 1, 1)

@@ -1,12 +1,20 @@
 """History across protocols (agenthub.foreign): what a target cannot read is converted on the way out."""
 
+import base64
 import copy
 import hashlib
 import logging
 
 import pytest
 
-from agenthub.foreign import family_of, for_dialect
+import bedrock_frames as bf
+from agenthub import AutoLLMClient, collect
+from agenthub.eventstream import iter_messages
+from agenthub.foreign import family_of, for_dialect, results_next_to_calls
+from agenthub.providers import anthropic
+from agenthub.providers.bedrock import parse_stream as bedrock_parse
+from agenthub.stream import drive
+from conftest import run_parser, wire_params
 
 CLAUDE = [
     {"role": "user", "content_items": [{"type": "text", "text": "Weather in Paris?"}]},
@@ -57,9 +65,60 @@ def test_back_on_claude_the_signatures_are_sent_as_they_came(target):
     out, changed = for_dialect(CLAUDE, target)
     if target == "anthropic":
         assert out == CLAUDE and changed == {}
-    else:  # Bedrock reads Claude's signatures; Anthropic's redacted_data is not Bedrock's redactedContent
+    else:  # Bedrock reads Claude's signatures; a redacted_data that is no base64 is no redactedContent Bedrock takes
         assert out[1]["content_items"][0] == CLAUDE[1]["content_items"][0]
         assert changed == {"thinking_dropped": 1}
+
+
+# Claude's redacted thinking: Anthropic's redacted_thinking data and Bedrock Converse's reasoningContent.redactedContent
+# (a blob, base64 in the JSON wire) are the same bytes (base64 text on both)
+REDACTED = base64.b64encode(b"\x00\x01opaque\xff" * 3).decode("ascii")
+
+
+@pytest.mark.parametrize("kind", ["thinking", "text"])
+@pytest.mark.parametrize("source,target", [("redacted_data", "bedrock"), ("redacted_content", "anthropic")])
+def test_claude_redacted_thinking_goes_to_its_other_wire_under_that_wires_key(kind, source, target):
+    own = {"bedrock": "redacted_content", "anthropic": "redacted_data"}[target]
+    history = [{"role": "assistant", "content_items": [
+        {"type": kind, kind: "", "fidelity": {source: REDACTED}}, {"type": "text", "text": "ok"}]}]
+    before = copy.deepcopy(history)
+    out, changed = for_dialect(history, target)
+    assert out[0]["content_items"] == [{"type": kind, kind: "", "fidelity": {own: REDACTED}},
+                                       {"type": "text", "text": "ok"}]
+    assert changed == {"redacted_moved": 1}
+    assert history == before
+
+
+@pytest.mark.parametrize("value", ["EmwKAhgBEgy", "not base64!", "", 12])
+def test_a_redacted_value_that_is_no_base64_is_not_moved(value):
+    history = [{"role": "assistant", "content_items": [{"type": "thinking", "thinking": "",
+                                                        "fidelity": {"redacted_data": value}}]}]
+    assert for_dialect(history, "bedrock") == ([], {"thinking_dropped": 1, "messages_dropped": 1})
+
+
+def test_a_recorded_anthropic_redacted_turn_goes_to_bedrock_and_back_byte_exact():
+    params = [param for param in wire_params("anthropic") if param.values[0] in (None, "redacted_thinking_padded_json")]
+    name, data, sidecar = params[0].values
+    if data is None:
+        pytest.skip("../shared/wire is absent")
+    answer = collect(run_parser(anthropic.parse_stream, [data], "anthropic"))
+    recorded = sidecar["expect_extras"]["redacted_thinking_data"]
+    ask = {"role": "user", "content_items": [{"type": "text", "text": "q"}]}
+    later = {"role": "user", "content_items": [{"type": "text", "text": "more"}]}
+    bedrock = AutoLLMClient("us.anthropic.claude-sonnet-4-5-20250929-v1:0", client_type="bedrock",
+                            base_url="http://127.0.0.1:9", api_key="ABSKbedrock-api-key-0003")
+    sent = bedrock.plan([ask, answer, later]).body["messages"][1]["content"]
+    assert sent[:2] == [{"reasoningContent": {"redactedContent": value}} for value in recorded]
+    assert sent[2] == {"text": sidecar["expect"]["text"]}
+    # the Bedrock answer that carries them, read back, goes to Anthropic as the data Anthropic sent
+    frames = [bf.message_start()] + [frame for index, value in enumerate(recorded) for frame in (
+        bf.reasoning_delta(index, redacted=base64.b64decode(value)), bf.block_stop(index))] + [
+        bf.text_delta("ok", 2), bf.block_stop(2), bf.message_stop(), bf.metadata()]
+    again = collect(list(drive(bedrock_parse(iter_messages([b"".join(frames)]), "bedrock", "t_"), "bedrock")))
+    claude = AutoLLMClient("claude-sonnet-4-5", client_type="anthropic", base_url="http://127.0.0.1:9", api_key="k")
+    replay = claude.plan([ask, again, later]).body["messages"][1]["content"]
+    assert replay == [{"type": "redacted_thinking", "data": value} for value in recorded] + [
+        {"type": "text", "text": "ok"}]
 
 
 def test_openai_encrypted_reasoning_never_reaches_anthropic():
@@ -171,3 +230,57 @@ def test_an_openai_chat_servers_own_long_tool_id_goes_back_to_it_byte_for_byte()
     for target in ("anthropic", "openai-responses"):   # for another protocol the id is still what that one takes
         out, _ = for_dialect(history, target)
         assert [i["tool_call_id"] for m in out for i in m["content_items"] if "tool_call_id" in i] == [own, own]
+
+
+# -- a user text between a call and the message of its results: that run of user messages is one message ---------
+
+ASKED = {"role": "user", "content_items": [{"type": "text", "text": "weather?"}]}
+CALLED = {"role": "assistant", "content_items": [
+    {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Paris"}, "tool_call_id": "c1"}]}
+TYPED = {"role": "user", "content_items": [{"type": "text", "text": "in Celsius"}], "cache_breakpoint": True}
+RESULT = {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c1", "text": "18 C"}],
+          "created_at": 5}
+
+
+def test_a_text_message_between_a_call_and_its_results_is_joined_with_them():
+    history = [ASKED, CALLED, TYPED, RESULT]
+    before = copy.deepcopy(history)
+    assert results_next_to_calls(history) == [ASKED, CALLED, {"role": "user", "content_items": [
+        {"type": "text", "text": "in Celsius", "cache_breakpoint": True},
+        {"type": "tool_result", "tool_call_id": "c1", "text": "18 C"}]}]
+    assert history == before
+
+
+@pytest.mark.parametrize("history", [
+    [ASKED, CALLED, RESULT, TYPED],    # the results first: each wire sends it as it is
+    [ASKED, TYPED],                    # no assistant message before
+    [ASKED, CALLED, RESULT],
+    [CALLED, TYPED, TYPED],            # no results
+], ids=["results first", "no call", "one message", "no results"])
+def test_messages_with_nothing_to_join_come_back_as_they_are(history):
+    assert results_next_to_calls(history) is history
+
+
+@pytest.mark.parametrize("client_type", ["anthropic", "gemini", "openai-chat"])
+def test_a_stateful_turn_whose_history_has_a_text_before_the_results_sends_them_first(client_type):
+    from sse_server import SSEServer
+
+    with SSEServer() as server:
+        client = AutoLLMClient("m", client_type=client_type, api_key="k", max_retries=0,
+                               base_url=server.url + ("/v1" if client_type == "openai-chat" else ""))
+        typed = {key: value for key, value in TYPED.items() if key != "cache_breakpoint"}  # (Gemini takes none)
+        client.set_history([ASKED, CALLED, typed])
+        try:
+            list(client.streaming_response_stateful(RESULT, {"tools": [{"name": "get_weather"}]}))
+        except Exception:
+            pass  # (the local server's answer is no real one: only the request is looked at)
+        (request,) = server.requests
+    body = request["body"]
+    sent = body.get("messages") or body.get("contents")
+    if client_type == "anthropic":
+        assert sent[2]["content"][0] == {"type": "tool_result", "tool_use_id": "c1", "content": "18 C"}
+    elif client_type == "gemini":
+        assert sent[2]["parts"] == [{"functionResponse": {"name": "get_weather", "id": "c1",
+                                                          "response": {"result": "18 C"}}}]
+    else:
+        assert sent[2] == {"role": "tool", "tool_call_id": "c1", "content": "18 C"}

@@ -71,6 +71,26 @@ def test_its_own_names_are_answered(viewer, host):
     assert headers["X-Content-Type-Options"] == "nosniff"
 
 
+def test_every_answer_has_the_playgrounds_security_headers(viewer):
+    # the viewer lacked Cross-Origin-Opener-Policy and X-Frame-Options, which the playground sends: a page of
+    # another origin that opened the viewer kept a handle on its window; the CSP now also has the playground's
+    # Trusted Types lines (the page's script writes text only)
+    from agenthub.apps import playground
+    wanted = {name: value for name, value in playground.HEADERS if name not in ("Content-Type",
+                                                                                 "Content-Security-Policy")}
+    assert wanted == {"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
+                      "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
+                      "Cross-Origin-Opener-Policy": "same-origin"}
+    host = "127.0.0.1:{}".format(viewer.server_address[1])
+    for path, status in (("/", 200), ("/trace/evil", 200), ("/raw/evil.json", 200), ("/nothing", 404)):
+        got, headers, _ = _get(viewer, host, path)
+        assert got == status
+        assert {name: headers.get(name) for name in wanted} == wanted
+        assert headers["Content-Security-Policy"] == viewer_module.CSP
+    for part in ("require-trusted-types-for 'script'", "trusted-types 'none'"):
+        assert part in viewer_module.CSP
+
+
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1.evil.example:{port}",
                                   "localhost:1", "127.0.0.2:{port}", "", None, "localhost.:{port}",
                                   "[::1]x:{port}"])

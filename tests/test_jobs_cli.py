@@ -39,6 +39,19 @@ def test_batch_run_exit_0_then_resume(tmp_path, capsys):
     assert sorted(r["id"] for r in read_output(out)) == ["q0", "q1"]
 
 
+def test_batch_run_shows_a_cheap_jobs_cost_not_zero(tmp_path, capsys):
+    """Two rows at $0.000009 each: the progress line and the summary say $0.000018 (as chat's usage line
+    prices a turn), not the $0.0000 four decimals made of it."""
+    with JobServer() as server:
+        src = _job(tmp_path, server, ["a", "b"])
+        out = str(tmp_path / "out.jsonl")
+        assert main(["batch", "run", src, "-o", out, "--workers", "1", "--rpm", "6000"]) == 0
+        err = capsys.readouterr().err
+    assert [row["cost_usd"] for row in read_output(out)] == [9e-06, 9e-06]
+    assert "agenthub batch run: 2 done, 0 failed, 0 skipped of 2 rows; 30 tokens, $0.000018; " in err
+    assert "agenthub.jobs: 2/2 rows, " in err and ", 30 tokens, $0.000018\n" in err
+
+
 def test_batch_run_exit_3_when_rows_failed(tmp_path, capsys):
     with JobServer() as server:
         src = _job(tmp_path, server, ["a", "fail:400"])

@@ -233,3 +233,21 @@ def test_a_job_stopping_between_reasks_writes_no_row_and_a_rerun_sends_the_row_a
         assert stopped and len(server.requests) == 1
     assert (summary.done, summary.failed, summary.left) == (0, 0, 1)
     assert read_output(str(out)) == []
+
+
+def test_a_typed_row_whose_reask_request_failed_keeps_what_the_answer_before_it_cost(tmp_path):
+    """The first answer did not validate (paid for), the re-ask's request failed: the error row (and the
+    JobSummary) said nothing of the first answer's usage and cost; they are the error's parse_usage_metadata and
+    parse_cost_usd."""
+    failed = Answer([b'{"error": {"message": "down"}}'], status=500, headers={"Content-Type": "application/json"})
+    with SSEServer() as server:
+        server.answers += [_answer({"name": "Di", "age": "forty"}), failed]
+        src = _write(tmp_path / "in.jsonl", [_row(server, "d1", "Di", output_schema=PERSON)])
+        out = tmp_path / "out.jsonl"
+        summary = jobs.run(src, str(out), workers=1, progress=False, max_retries=0)
+    row = _by_id(out)["d1"]
+    assert (row["error"]["type"], row["error"]["status"], row["attempts"]) == ("ServerError", 500, 2)
+    assert row["usage_metadata"] == {"cached_tokens": None, "prompt_tokens": 20, "thoughts_tokens": None,
+                                     "response_tokens": 3}
+    assert row["cost_usd"] == (20 * 0.15 + 3 * 0.6) / 1e6
+    assert (summary.failed, summary.tokens, summary.cost_usd) == (1, 23, (20 * 0.15 + 3 * 0.6) / 1e6)

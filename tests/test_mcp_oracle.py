@@ -206,6 +206,7 @@ def test_official_server_a_new_session_lists_afresh():
 
 @pytest.mark.parametrize("protocol, version", [("auto", "2026-07-28"), ("2025-11-25", "2025-11-25")])
 def test_official_paged_server_every_page_of_each_list(protocol, version):
+    # page 1's nextCursor is "": a cursor, sent back as it is (not the end of the list, nor a first page again)
     before = snapshot()
     command = [sys.executable, os.path.join(HERE, "mcp_official_paged.py")]
     with mcp.connect(command, timeout=30, protocol=protocol) as server:

@@ -542,21 +542,32 @@ def test_a_required_name_that_is_no_property_is_not_closed_out():
         "additionalProperties": False}}
 
 
-def test_the_money_of_the_attempts_before_a_calls_error_is_on_the_stream():
-    """A re-ask whose request failed raises the call's error, which says nothing of the attempt before it: that
-    one was paid for, and the stream says what it came to."""
+def test_the_money_of_the_attempts_before_a_calls_error_is_on_the_stream_and_the_error():
+    """A re-ask whose request failed raises the call's error: the attempt before it was paid for, and the stream
+    and the error (``parse_usage_metadata``, ``parse_cost_usd``: client.parse hands back no stream) say what
+    it came to."""
+    spent = {"cached_tokens": None, "prompt_tokens": 20, "thoughts_tokens": None, "response_tokens": 3}
+    price = agenthub.cost("gpt-4o-mini", spent)
+    assert price == (20 * 0.15 + 3 * 0.6) / 1e6
+    failed = Answer([b'{"error": {"message": "down"}}'], status=500, headers={"Content-Type": "application/json"})
+    errors = []
     with SSEServer() as server:
-        server.answers += [Answer([chat_text(json.dumps(BAD))]),
-                           Answer([b'{"error": {"message": "down"}}'], status=500,
-                                  headers={"Content-Type": "application/json"})]
+        server.answers += [Answer([chat_text(json.dumps(BAD))]), failed] * 2 + [failed]
         stream = client_for(server, "openai-chat").streaming_parse([USER], Invoice)
         assert (stream.usage_metadata, stream.cost_usd) == (None, None)
-        with pytest.raises(agenthub.UpstreamError):
-            stream.result()
+        for parse in (stream.result, lambda: client_for(server, "openai-chat").parse([USER], Invoice),
+                      lambda: client_for(server, "openai-chat").parse([USER], Invoice)):  # (the last: one request)
+            try:
+                parse()
+            except agenthub.UpstreamError as exc:
+                exc.__traceback__ = None  # (its frames hold the client)
+                errors.append(exc)
     assert stream.attempt == 2
-    assert stream.usage_metadata == {"cached_tokens": None, "prompt_tokens": 20, "thoughts_tokens": None,
-                                     "response_tokens": 3}
-    assert stream.cost_usd == agenthub.cost("gpt-4o-mini", stream.usage_metadata)
+    assert (stream.usage_metadata, stream.cost_usd) == (spent, price)
+    assert [error.status for error in errors] == [500, 500, 500]
+    for error in (errors[0], errors[1], pickle.loads(pickle.dumps(errors[1]))):
+        assert (error.parse_usage_metadata, error.parse_cost_usd) == (spent, price)
+    assert (errors[2].parse_usage_metadata, errors[2].parse_cost_usd) == (None, None)  # nothing ended: none spent
 
 
 def test_tools_the_model_may_call_are_refused_before_sending():

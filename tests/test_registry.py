@@ -447,8 +447,9 @@ def test_openai_strict_mode_is_a_quirk_the_hosts_that_run_it_set():
     """The OpenAI dialects read no client type: api.openai.com and Azure OpenAI (its host record) carry the quirk
     ``strict_subset`` (a strict schema outside OpenAI's documented subset is refused before sending); a gateway
     or a compatible server speaking the dialect does not, and neither does Claude on Foundry."""
-    assert resolve("gpt-5.5", environ={"OPENAI_API_KEY": "sk-1"})[3] == {"strict_subset": True}
-    assert resolve("gpt-5.5", "openai-responses", "https://api.openai.com/v1", "k")[3] == {"strict_subset": True}
+    own = {"strict_subset": True, "answers_required": True, "image_subset": True}
+    assert resolve("gpt-5.5", environ={"OPENAI_API_KEY": "sk-1"})[3] == own
+    assert resolve("gpt-5.5", "openai-responses", "https://api.openai.com/v1", "k")[3] == own
     azure = {"AZURE_OPENAI_ENDPOINT": "https://res-1.openai.azure.com", "AZURE_OPENAI_API_KEY": "a"}
     assert resolve("my-gpt5", "azure", environ=azure)[3]["strict_subset"] is True
     assert resolve("my-gpt5", "azure-responses", "http://127.0.0.1:9/openai/v1", "k")[3]["strict_subset"] is True
@@ -457,6 +458,24 @@ def test_openai_strict_mode_is_a_quirk_the_hosts_that_run_it_set():
               resolve("deepseek-v4-flash", environ={"DEEPSEEK_API_KEY": "d"}),
               resolve("claude-x", "azure-anthropic", "res-1", "k")]
     assert [quirks.get("strict_subset") for _, _, _, quirks in others] == [None] * 4
+
+
+def test_a_tool_call_left_unanswered_is_checked_at_the_chat_hosts_known_to_refuse_it():
+    """``answers_required``: OpenAI, Azure OpenAI, DeepSeek, DashScope and Moonshot answer 400 to a history with a
+    tool call left unanswered before the next turn; a gateway or a local server is not assumed to."""
+    azure = {"AZURE_OPENAI_ENDPOINT": "https://res-1.openai.azure.com", "AZURE_OPENAI_API_KEY": "a"}
+    refusing = [resolve("gpt-5.5", "openai-chat", "https://api.openai.com/v1", "k"),
+                resolve("my-gpt5", "azure", environ=azure),
+                resolve("deepseek-v4-flash", environ={"DEEPSEEK_API_KEY": "d"}),
+                resolve("qwen3-max", environ={"DASHSCOPE_API_KEY": "q"}),
+                resolve("kimi-k2.6", environ={"MOONSHOT_API_KEY": "m"}),
+                resolve("moonshot-v1-32k", environ={"MOONSHOT_API_KEY": "m"})]
+    assert [quirks.get("answers_required") for _, _, _, quirks in refusing] == [True] * 6
+    others = [resolve("gpt-5.5", "openai-chat", "https://gw.example/v1", "k"),
+              resolve("Qwen/Qwen3-8B", "vllm"), resolve("qwen3:8b", "ollama"),
+              resolve("glm-5.1", environ={"ZAI_API_KEY": "z"}),
+              resolve("deepseek/deepseek-v4-flash", environ={"OPENROUTER_API_KEY": "o"})]
+    assert [quirks.get("answers_required") for _, _, _, quirks in others] == [None] * 5
 
 
 def test_the_anthropic_first_party_is_a_quirk_its_host_sets():

@@ -1,6 +1,7 @@
 """A tool_result must answer a tool_call of an earlier assistant message, and (on the wires that refuse a call left
-unanswered: Anthropic, Bedrock, Responses) every call must be answered before the next assistant message: a
-ConfigError before anything is sent, as Gemini always refused an unknown id (it needs the call's name)."""
+unanswered: Anthropic, Bedrock, Responses, Gemini, and the Chat Completions hosts known to refuse it) every call must
+be answered before the next assistant message: a ConfigError before anything is sent, as Gemini always refused an
+unknown id (it needs the call's name)."""
 
 import pytest
 
@@ -37,15 +38,59 @@ def test_a_result_for_an_unknown_call_id_is_refused_before_sending(client_type):
     assert "messages[4]: tool_result 'zz9' answers no tool_call of an earlier assistant message" in str(caught.value)
 
 
-@pytest.mark.parametrize("client_type", ["openai-responses", "anthropic", "bedrock"])
-def test_a_call_left_unanswered_before_the_next_turn_is_refused_before_sending(client_type):
+#: Gemini: "the number of function response parts is equal to the number of function call parts of the function
+#: call turn" (a 400); the Chat Completions hosts that refuse ("An assistant message with 'tool_calls' must be
+#: followed by tool messages responding to each 'tool_call_id'") are reached by their row (here DeepSeek's and
+#: Moonshot's, named with client_type at the local server)
+REFUSING = ["openai-responses", "anthropic", "bedrock", "gemini", "deepseek", "moonshot"]
+
+
+@pytest.mark.parametrize("client_type", REFUSING)
+@pytest.mark.parametrize("later", ["a user text", "another assistant turn"])
+def test_a_call_left_unanswered_before_the_next_turn_is_refused_before_sending(client_type, later):
+    messages = [ASK, CALL, AGAIN] if later == "a user text" else [ASK, CALL, LATER, AGAIN]
     with FaultServer() as server:
         with pytest.raises(ConfigError) as caught:
-            list(_client(client_type, server).streaming_response([ASK, CALL, AGAIN], TOOLS))
+            list(_client(client_type, server).streaming_response(messages, TOOLS))
         assert server.requests == []
     assert str(caught.value).endswith(
         "messages[1]: tool_call 'c1' ('get_weather') has no tool_result in the user messages after it ({} refuses "
-        "a call left unanswered); answer it, or leave the call out".format(client_type))
+        "a call left unanswered); answer it, or leave the call out".format(
+            "openai-chat" if client_type in ("deepseek", "moonshot") else client_type))
+
+
+def test_of_two_calls_one_left_unanswered_is_refused_on_gemini():
+    both = {"role": "assistant", "content_items": CALL["content_items"] + [
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Rome"}, "tool_call_id": "c2"}]}
+    with FaultServer() as server:
+        with pytest.raises(ConfigError) as caught:
+            list(_client("gemini", server).streaming_response([ASK, both, ANSWER, LATER, AGAIN], TOOLS))
+        assert server.requests == []
+    assert "messages[1]: tool_call 'c2' ('get_weather') has no tool_result" in str(caught.value)
+
+
+def test_a_chat_completions_host_not_known_to_refuse_is_sent_the_unanswered_call():
+    """A local server (vLLM, Ollama, ...) may take such a history: it is sent as it is, call and all."""
+    with FaultServer() as server:
+        try:
+            list(_client("openai-chat", server).streaming_response([ASK, CALL, AGAIN], TOOLS))
+        except ConfigError:
+            raise
+        except Exception:
+            pass
+        (sent,) = server.requests
+    assert [message["role"] for message in sent.json()["messages"]] == ["user", "assistant", "user"]
+
+
+@pytest.mark.parametrize("model,base_url", [("gpt-5.5", "https://api.openai.com/v1"),
+                                            ("deepseek-v4-flash", "https://api.deepseek.com"),
+                                            ("qwen3-max", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"),
+                                            ("kimi-k2.6", "https://api.moonshot.ai/v1")])
+def test_the_chat_completions_hosts_known_to_refuse_check_it(model, base_url):
+    client = AutoLLMClient(model, client_type="openai-chat", base_url=base_url, api_key="sk-test-0001")
+    with pytest.raises(ConfigError) as caught:
+        client.plan([ASK, CALL, AGAIN], TOOLS)
+    assert "tool_call 'c1' ('get_weather') has no tool_result in the user messages after it" in str(caught.value)
 
 
 @pytest.mark.parametrize("client_type", TYPES)

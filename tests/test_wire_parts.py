@@ -4,7 +4,8 @@ with a typed error before anything is sent, the same way on every provider.
 One table: ``EXPECT[(wire, case)]`` is the exact part of the recorded body the case is about (the turns after the
 first user message), or the exact error.  The cases are the ones a wire got wrong:
 
-- a user message holding tool results and other parts (text, an image by URL, a result's linked image): Gemini
+- a user message holding tool results and other parts (text, an image by URL, a result's linked image; or a user
+  message of text between the call and the message of its results, taken as one message with it): Gemini
   takes the turn right after a function call turn as its responses, one per call (a text or an image between
   them splits that turn: "the number of function response parts is equal to the number of function call
   parts", a 400), so there the responses come first, all in one content, the other parts after them in their
@@ -19,8 +20,10 @@ first user message), or the exact error.  The cases are the ones a wire got wron
 - an item carrying Anthropic's ``cache_control`` (no wire reads it from an item: the breakpoint was lost unseen)
   is a ConfigError naming agenthub's mark, ``cache_breakpoint``;
 - an image type Claude does not take (its four: JPEG, PNG, GIF, WebP) is an error before sending on Anthropic as on
-  Bedrock, and ``image/jpg`` (a common misspelling) goes as the ``image/jpeg`` it means on every wire that is given
-  the bytes (Anthropic sent it as it was: a 400);
+  Bedrock, as one Gemini does not take (PNG, JPEG, WebP, HEIC, HEIF) is on Gemini, and one OpenAI does not (PNG,
+  JPEG, WebP, GIF) at the hosts that run OpenAI's models (the local server here is not checked: see
+  test_an_image_type_the_host_does_not_take_is_refused_before_sending); ``image/jpg`` (a common misspelling) goes
+  as the ``image/jpeg`` it means on every wire that is given the bytes (Anthropic sent it as it was: a 400);
 - an ``image_url`` that is not an image (a PDF or audio data URI, a PDF's URL) goes as the same bytes given as
   ``inline_data`` go, or as the wire's document by URL; where the wire takes no such thing, a typed error
   (Chat Completions and Responses sent a PDF as an image, a 400; the Interactions API typed a PDF's URL image).
@@ -33,6 +36,7 @@ checked so in test_anthropic.py and test_gemini.py.
 
 import base64
 import json
+import logging
 
 import pytest
 
@@ -74,6 +78,8 @@ CASES = {
         {"type": "text", "text": "mind"}, _result("c1", "r1"), _result("c2", "r2"))],
     "text between the results": [ASK, CALLS, _user(
         _result("c1", "r1"), {"type": "text", "text": "mind"}, _result("c2", "r2"))],
+    "a text message before the results' message": [ASK, CALLS, _user({"type": "text", "text": "mind"}),
+                                                   _user(_result("c1", "r1"), _result("c2", "r2"))],
     "a PDF data URI as image_url": [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": PDF_URI})],
     "a PDF's URL as image_url": [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": PDF_URL})],
     "an audio data URI as image_url": [_user({"type": "text", "text": "q"},
@@ -93,6 +99,9 @@ CASES = {
                            {"type": "inline_data", "data": b"<svg/>", "mime_type": "image/svg+xml"})],
     "Anthropic's cache_control on an item": [_user({"type": "text", "text": "q",
                                                     "cache_control": {"type": "ephemeral"}})],
+    "images in an assistant turn": [ASK, {"role": "assistant", "content_items": [
+        {"type": "text", "text": "here"}, {"type": "inline_data", "data": b"\x89PNG", "mime_type": "image/png"},
+        {"type": "image_url", "image_url": PNG_URL}]}, _user({"type": "text", "text": "nice"})],
 }
 
 WIRES = ("openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions", "bedrock")
@@ -517,8 +526,9 @@ EXPECT = {
          'anthropic: inline_data of type image/svg+xml cannot be sent over the Anthropic Messages '
          'API (its images are JPEG, PNG, GIF or WebP)'),
     ('gemini', 'an SVG image'):
-        [{'role': 'user',
-          'parts': [{'text': 'q'}, {'inlineData': {'mimeType': 'image/svg+xml', 'data': 'PHN2Zy8+'}}]}],
+        (UnsupportedParameterError,
+         'gemini: inline_data of type image/svg+xml cannot be sent over the Gemini API (its images are PNG, JPEG, '
+         'WebP, HEIC or HEIF)'),
     ('gemini-interactions', 'an SVG image'):
         [{'type': 'user_input',
           'content': [{'type': 'text', 'text': 'q'},
@@ -539,6 +549,31 @@ EXPECT = {
         NOT_CACHE_CONTROL,
     ('bedrock', "Anthropic's cache_control on an item"):
         NOT_CACHE_CONTROL,
+    # -- images in an assistant turn: only Gemini's wires take them (Gemini's image models answer with them); the
+    # others refuse an image in an assistant message (Anthropic and Bedrock's Claude: "'image' blocks are not
+    # permitted within assistant turns"; Chat Completions: "Image URLs are only allowed for messages with role
+    # 'user'"; a Responses assistant message holds output_text and refusal alone): left out with a warning
+    ('openai-chat', 'images in an assistant turn'):
+        [{'role': 'assistant', 'content': 'here'}, {'role': 'user', 'content': 'nice'}],
+    ('openai-responses', 'images in an assistant turn'):
+        [{'type': 'message', 'role': 'assistant', 'content': [{'type': 'output_text', 'text': 'here',
+                                                               'annotations': []}]},
+         {'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': 'nice'}]}],
+    ('anthropic', 'images in an assistant turn'):
+        [{'role': 'assistant', 'content': [{'type': 'text', 'text': 'here'}]},
+         {'role': 'user', 'content': [{'type': 'text', 'text': 'nice'}]}],
+    ('gemini', 'images in an assistant turn'):
+        [{'role': 'model', 'parts': [{'text': 'here'}, {'inlineData': {'mimeType': 'image/png', 'data': 'iVBORw=='}},
+                                     {'fileData': {'mimeType': 'image/png', 'fileUri': PNG_URL}}]},
+         {'role': 'user', 'parts': [{'text': 'nice'}]}],
+    ('gemini-interactions', 'images in an assistant turn'):
+        [{'type': 'model_output', 'content': [{'type': 'text', 'text': 'here'},
+                                              {'type': 'image', 'data': 'iVBORw==', 'mime_type': 'image/png'},
+                                              {'type': 'image', 'uri': PNG_URL, 'mime_type': 'image/png'}]},
+         {'type': 'user_input', 'content': [{'type': 'text', 'text': 'nice'}]}],
+    ('bedrock', 'images in an assistant turn'):
+        [{'role': 'assistant', 'content': [{'text': 'here'}]},
+         {'role': 'user', 'content': [{'text': 'nice'}, {'cachePoint': {'type': 'default'}}]}],
 }
 
 
@@ -546,6 +581,14 @@ EXPECT = {
 # a text between the results goes as a text before them does, but on the Responses API (its input items keep the order)
 EXPECT.update({(wire, "text between the results"): EXPECT[(wire, "text before the results")]
                for wire in WIRES if wire != "openai-responses"})
+# a text typed in a message of its own before the results' message (while the tools ran) goes as a text before the
+# results in their message does: the wires that take the results only in the turn right after the call (Anthropic,
+# Gemini and Interactions, Chat Completions) get that run of user messages as one (Anthropic: "tool_result blocks
+# must come first"; Chat Completions: the tool messages follow the assistant message; Gemini: the function response
+# turn follows the function call turn), as Bedrock joins consecutive user messages; the Responses API's input items
+# keep the order
+EXPECT.update({(wire, "a text message before the results' message"): EXPECT[(wire, "text before the results")]
+               for wire in WIRES})
 
 
 def _send(wire, messages, aws_env):
@@ -585,6 +628,87 @@ def test_each_part_reaches_the_wire_or_is_refused_before_sending(wire, case, aws
     else:
         assert error is None, "refused: {}".format(error)
         assert EXTRACT[wire](body) == expected
+
+
+#: (client_type, model, base_url) -> the image types its host takes
+IMAGE_HOSTS = {
+    ("openai-chat", "gpt-5.5", "https://api.openai.com/v1"): ("PNG, JPEG, WebP or GIF", "Chat Completions"),
+    ("openai-responses", "gpt-5.5", "https://api.openai.com/v1"): ("PNG, JPEG, WebP or GIF", "the Responses API"),
+    ("gemini", "gemini-3.5-flash", "https://generativelanguage.googleapis.com"):
+        ("PNG, JPEG, WebP, HEIC or HEIF", "the Gemini API"),
+}
+TAKEN = {"PNG, JPEG, WebP or GIF": {"image/png", "image/jpeg", "image/jpg", "image/webp", "image/gif"},
+         "PNG, JPEG, WebP, HEIC or HEIF": {"image/png", "image/jpeg", "image/jpg", "image/webp", "image/heic",
+                                           "image/heif"}}
+
+
+def _image_cases(mime):
+    uri = "data:{};base64,AAEC".format(mime)
+    return {"inline_data": [_user({"type": "text", "text": "q"},
+                                  {"type": "inline_data", "data": b"\x00\x01\x02", "mime_type": mime})],
+            "a data URI": [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": uri})],
+            "a tool result's image": [ASK, CALLS, _user(_result("c1", "r1", images=[uri]), _result("c2", "r2"))]}
+
+
+@pytest.mark.parametrize("host", list(IMAGE_HOSTS), ids=lambda host: host[0])
+@pytest.mark.parametrize("mime", ["image/png", "image/jpeg", "image/jpg", "image/webp", "image/gif", "image/heic",
+                                  "image/heif", "image/svg+xml", "image/bmp", "image/tiff"])
+def test_an_image_type_the_host_does_not_take_is_refused_before_sending(host, mime):
+    client_type, model, base_url = host
+    names, wire = IMAGE_HOSTS[host]
+    client = AutoLLMClient(model, client_type=client_type, base_url=base_url, api_key="k")
+    for how, messages in _image_cases(mime).items():
+        if mime.lower() in TAKEN[names]:
+            client.plan(messages, CONFIG)
+            continue
+        with pytest.raises(UnsupportedParameterError) as caught:
+            client.plan(messages, CONFIG)
+        assert str(caught.value) == "{}: inline_data of type {} cannot be sent over {} (its images are {})".format(
+            client_type, mime, wire, names), how
+
+
+@pytest.mark.parametrize("url,refused", [("https://files.example/a.gif", "image/gif"),
+                                         ("gs://bucket/b.svg?x=1", "image/svg+xml"),
+                                         ("https://files.example/c.png", None), ("https://files.example/d", None)])
+def test_a_gemini_image_url_whose_extension_names_a_type_gemini_refuses_is_refused(url, refused):
+    """Gemini's fileData goes with the type the URL's extension names: one Gemini does not take is refused."""
+    client = AutoLLMClient("gemini-3.5-flash", client_type="gemini", api_key="k",
+                           base_url="https://generativelanguage.googleapis.com")
+    messages = [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": url})]
+    if refused is None:
+        client.plan(messages, CONFIG)
+        return
+    with pytest.raises(UnsupportedParameterError) as caught:
+        client.plan(messages, CONFIG)
+    assert str(caught.value) == ("gemini: image_url of type {} cannot be sent over the Gemini API (its images are "
+                                 "PNG, JPEG, WebP, HEIC or HEIF)".format(refused))
+    assert caught.value.parameter == "image_url"
+
+
+def test_a_local_chat_server_is_sent_any_image_type():
+    """A server not known to run OpenAI's models may take other types (vLLM reads what its image library reads)."""
+    for client_type in ("openai-chat", "openai-responses"):
+        client = AutoLLMClient("m", client_type=client_type, base_url="http://127.0.0.1:9/v1", api_key="k")
+        for messages in _image_cases("image/bmp").values():
+            client.plan(messages, CONFIG)
+
+
+WIRE_NAMES = {"openai-chat": "Chat Completions", "openai-responses": "the Responses API",
+              "anthropic": "the Anthropic API", "bedrock": "Bedrock Converse"}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_an_assistant_image_a_wire_refuses_is_left_out_with_a_warning(wire, caplog):
+    client = plan_client(wire) if wire != "bedrock" else AutoLLMClient(
+        MODELS[wire], client_type="bedrock", base_url="http://127.0.0.1:9", api_key="ABSKbedrock-api-key-0003")
+    with caplog.at_level(logging.WARNING, logger="agenthub"):
+        client.plan(CASES["images in an assistant turn"], CONFIG)
+    warned = [record.getMessage() for record in caplog.records if "assistant" in record.getMessage()]
+    if wire in WIRE_NAMES:
+        assert warned == ["an assistant {} item cannot be replayed over {}; it is left out".format(
+            kind, WIRE_NAMES[wire]) for kind in ("inline_data", "image_url")]
+    else:
+        assert warned == []
 
 
 # -- config["tools"]: a name the wire refuses is a ConfigError before sending (the tool runner's rule) ----------

@@ -42,7 +42,9 @@ Per call (``call`` is the ``tool_call`` item as ``approve`` gets it: ``name``, `
 
 A hook's exception propagates as ``approve``'s does (``around_call``'s becomes the call's error result;
 ``after_call``'s once the turn's calls that ran are in the run's messages, history and journal, and no
-more start); the tracer's and telemetry's own hooks never raise (what fails in them is logged).
+more start; ``on_run_end``'s once every hook heard the end, and never in place of the run's own error:
+then it is logged, a warning on the ``agenthub`` logger naming the hook and the exception's type); the
+tracer's and telemetry's own hooks never raise (what fails in them is logged).
 """
 
 from typing import Any, Callable, List, Optional, Sequence

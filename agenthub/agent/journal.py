@@ -148,12 +148,21 @@ class _Text(str):
 
 def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Any) -> str:
     """The ``turn`` entry: ``_ENCODE({"turn", "message", "cost", "route", "k": "turn"})``, the same text, the
-    fields around the message written as they always are (``route``: a dict, or its ``_Text``)."""
+    fields around the message written as they always are (``route``: a dict, or its ``_Text``); ``usage`` too
+    (before ``k``) when the message's usage carries something beside its four buckets (``stream.usage_extras``:
+    cache writes, image tokens, the service tier), so the replayed turn's usage is priced as the live one."""
+    from ..stream import usage_extras
+
+    extras = usage_extras(message.get("usage_metadata"))
     cost_text = _number(cost)
-    if type(turn) is not int or cost_text is None:
+    if type(turn) is not int or cost_text is None or extras:
         if type(route) is _Text:
             route = json.loads(route)
-        return _ENCODE({"turn": turn, "message": message, "cost": cost, "route": route, "k": "turn"})
+        entry = {"turn": turn, "message": message, "cost": cost, "route": route}  # type: Dict[str, Any]
+        if extras:
+            entry["usage"] = extras
+        entry["k"] = "turn"
+        return _ENCODE(entry)
     return '{"turn":%d,"message":%s,"cost":%s,"route":%s,"k":"turn"}' % (
         turn, _ENCODE(message), cost_text, route if type(route) is _Text else _ENCODE(route))
 
@@ -626,11 +635,12 @@ class Replay(object):
                     self.awaiting = (len(self.turns) - 1, [i for i in entry["pending"] if isinstance(i, str)])
 
 
-def replay_events(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
+def replay_events(message: Mapping[str, Any], extras: Any = None) -> List[Dict[str, Any]]:
     """The events of a journaled turn, rebuilt from its message: a start, one delta per item (a tool call
     announced with its whole arguments first), a stop with the
-    turn's usage and finish reason; each marked ``"replayed": True`` (a valid stream: ``check_stream``)."""
-    from ..stream import now_ms
+    turn's usage (carrying ``extras``, the turn entry's ``usage``: ``stream.with_usage_extras``) and finish
+    reason; each marked ``"replayed": True`` (a valid stream: ``check_stream``)."""
+    from ..stream import now_ms, with_usage_extras
     from ..types import USAGE_KEYS
 
     created = now_ms()
@@ -647,7 +657,8 @@ def replay_events(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
                                            "tool_call_id": item["tool_call_id"],
                                            "arguments": json.dumps(item.get("arguments"), ensure_ascii=False)}]))
         events.append(event("delta", [dict(item)]))
-    events.append(event("stop", [], {key: usage.get(key) for key in USAGE_KEYS}, message.get("finish_reason")))
+    events.append(event("stop", [], with_usage_extras({key: usage.get(key) for key in USAGE_KEYS}, extras),
+                        message.get("finish_reason")))
     return events
 
 

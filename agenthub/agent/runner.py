@@ -89,6 +89,21 @@ __all__ = ["Run", "RunResult", "wire_name_problem", "call_digest", "current_call
 
 #: the longest error text a tool_result carries (the exception's text is cut there)
 MAX_ERROR_CHARS = 500
+#: run(max_output_chars=)'s default: the longest text of a tool's result the model (and the run's messages, the
+#: journal, a trace) gets, the marker included; about 250k tokens, past most context windows
+MAX_OUTPUT_CHARS = 1000000
+_CUT = "\n[... {} more characters cut by agenthub (max_output_chars={})]"
+
+
+def _cut(item: Dict[str, Any], limit: Optional[int]) -> Dict[str, Any]:
+    """``item`` with its text at most ``limit`` characters: its head, then a marker saying how many were cut
+    (within the limit)."""
+    text = item.get("text")
+    if limit is None or not isinstance(text, str) or len(text) <= limit:
+        return item
+    kept = limit - len(_CUT.format(len(text), limit))  # (the count cut has no more digits than the whole's)
+    kept = limit - len(_CUT.format(len(text) - kept, limit))  # (nor than this first guess's: at most the limit)
+    return dict(item, text=text[:kept] + _CUT.format(len(text) - kept, limit))
 
 def _name_rule(client: Any) -> Any:
     """The dialect record (``agenthub.providers.Dialect``) whose ``tool_names`` rule ``client``'s wire takes:
@@ -163,6 +178,10 @@ class RunResult:
     #: a journaled run's turns read again by their background response's id after a crash (not sent again:
     #: docs/tools.md "The model request in flight"); live turns, counted in ``turns`` too
     reattached_turns: int = 0
+    #: what a Budget counted for the run's attempts cut after the provider took them (``Attempt.cut_usd`` of its
+    #: turns, summed; None when none was): no usage prices them, so they are not in ``cost_usd``, and
+    #: ``cost_usd + cut_usd`` is what the Budget charged the run (docs/reliability.md)
+    cut_usd: Optional[float] = None
 
 
 # -- tool sources -----------------------------------------------------------------------------------------------
@@ -314,7 +333,8 @@ def _check_name(client: Any, name: str, what: str) -> None:
         raise ConfigError("{}: {!r} is not a valid tool name here ({})".format(what.format(name), name, problem))
 
 
-def _check_decision(value: Any, where: str) -> None:
+def _check_decision(value: Any, where: str, none: str = "") -> None:
+    """``none``: how the words list None where it is an answer too (a hook's before_call: ``"None (no say), "``)."""
     if isinstance(value, (bool, str)):
         return
     if isinstance(value, _Mapping) and set(value) == {"arguments"} and isinstance(value["arguments"], _Mapping):
@@ -324,8 +344,8 @@ def _check_decision(value: Any, where: str) -> None:
             raise ConfigError("{}: its arguments must be JSON ({}: {})".format(where, type(exc).__name__,
                                                                                exc)) from None
         return
-    raise ConfigError("{} must be True, False, a reason (str) or {{'arguments': {{...}}}} (got {})".format(
-        where, type(value).__name__))
+    raise ConfigError("{} must be {}True, False, a reason (str) or {{'arguments': {{...}}}} (got {})".format(
+        where, none, type(value).__name__))
 
 
 # -- results ----------------------------------------------------------------------------------------------------
@@ -798,10 +818,11 @@ class _Paid(object):
     """What ``call_cost`` reads of a turn's Attempt: its cache mark, when it started and the tier it asked for
     (``config`` holds ``fast_mode`` alone).  A run keeps this for each turn, not the Attempt, which holds the
     turn's whole request and history (a run of N turns kept N of them)."""
-    __slots__ = ("cache", "started_ms", "config")
+    __slots__ = ("cache", "started_ms", "config", "cut_usd")
 
     def __init__(self, call: Any) -> None:
         self.cache = getattr(call, "cache", None)
+        self.cut_usd = getattr(call, "cut_usd", None)  # (what a Budget counted for its attempts that were cut)
         self.started_ms = getattr(call, "started_ms", None)
         config = getattr(call, "config", None)
         self.config = _FAST if config and config.get("fast_mode") else None
@@ -975,9 +996,12 @@ class Run(object):
                  message: Optional[Message] = None, hooks: Any = None, client_hooks: Sequence[Any] = (),
                  trace: Any = None, journal: Any = None, run_id: Optional[str] = None,
                  journal_ttl: Optional[float] = None, journal_wait: Optional[float] = None, output: Any = None,
-                 output_retries: int = 2) -> None:
+                 output_retries: int = 2, max_output_chars: Optional[int] = MAX_OUTPUT_CHARS) -> None:
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
             raise ConfigError("max_turns must be an int >= 1")
+        if max_output_chars is not None and (isinstance(max_output_chars, bool)
+                                             or not isinstance(max_output_chars, int) or max_output_chars < 100):
+            raise ConfigError("max_output_chars must be an int >= 100 or None (got {!r})".format(max_output_chars))
         if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
             raise ConfigError("parallel must be an int >= 1 (1: one call at a time)")
         if approve is not None and not callable(approve):
@@ -1036,6 +1060,7 @@ class Run(object):
                 self._send = {k: v for k, v in checked.items() if k != "trace_id"} if trace is not None else checked
         self._max_turns = max_turns
         self._parallel = parallel
+        self._max_output_chars = max_output_chars
         self._approve = approve
         self._decisions = dict(decisions or {})
         #: the new messages so far (assistant turns as collected, user tool_result messages)
@@ -1296,8 +1321,27 @@ class Run(object):
             error = exc
             raise
         finally:
-            for method in self._methods["on_run_end"]:
+            self._run_end(error)
+
+    def _run_end(self, error: Optional[BaseException]) -> None:
+        """Every hook's on_run_end (the trace writer's and telemetry's come last: one that raised before them
+        must not leave a trace or a span open).  A hook's Exception does not replace the run's own error (it is
+        logged); on a run that ended without one, the first is raised once every hook heard the end."""
+        failed = None  # type: Optional[BaseException]
+        for method in self._methods["on_run_end"]:
+            try:
                 method(self, error)
+            except Exception as exc:
+                if error is None and failed is None:
+                    failed = exc
+                    continue
+                owner = getattr(method, "__self__", None)
+                _logger.warning("an on_run_end hook (%s) raised %s; %s (%s) stands",
+                                type(owner).__name__ if owner is not None else getattr(method, "__qualname__", "?"),
+                                type(exc).__name__, "the run's own error" if error is not None
+                                else "an earlier on_run_end's error", type(error or failed).__name__)
+        if failed is not None:
+            raise failed
 
     def _wrapped(self, name: str, args: Tuple[Any, ...], proceed: Callable[[], Any]) -> Any:
         """``proceed()`` inside each hook's ``name`` method (the first hook outermost)."""
@@ -1357,7 +1401,8 @@ class Run(object):
                          replayed_turns=journal.replayed_turns if journal is not None else 0,
                          replayed_results=journal.replayed_results if journal is not None else 0,
                          interrupted=list(self._interrupted), output=self._output, output_json=self._output_json,
-                         reattached_turns=journal.reattached_turns if journal is not None else 0)
+                         reattached_turns=journal.reattached_turns if journal is not None else 0,
+                         cut_usd=self.cut_usd)
 
     @property
     def usage_metadata(self) -> UsageMetadata:
@@ -1623,10 +1668,14 @@ class Run(object):
     def _replay_turn(self, kept: Mapping[str, Any]) -> Any:
         """Generator: a journaled turn's events again (marked replayed); returns its answer, taken in as a live
         turn's is, but neither sent nor charged again, and heard by no hook (they count live work)."""
+        from ..stream import with_usage_extras
         from .journal import replay_events
 
         answer = dict(kept["message"])
-        for event in replay_events(answer):
+        extras = kept.get("usage")  # (what its usage carried beside the four buckets: priced as the live one)
+        if extras and isinstance(answer.get("usage_metadata"), dict):
+            answer["usage_metadata"] = with_usage_extras(answer["usage_metadata"], extras)
+        for event in replay_events(answer, extras):
             yield event  # type: ignore[misc]
         self._turns += 1
         self._add_usage(answer.get("usage_metadata") or {})
@@ -1802,6 +1851,13 @@ class Run(object):
         return price
 
     @property
+    def cut_usd(self) -> Optional[float]:
+        """What a Budget counted for the turns' attempts cut after the provider took them (``RunResult.cut_usd``);
+        None when none was."""
+        cuts = [paid[2].cut_usd for paid in self._priced if paid[2] is not None and paid[2].cut_usd is not None]
+        return sum(cuts) if cuts else None
+
+    @property
     def cost_usd(self) -> Optional[float]:
         """USD so far: ``agenthub.cost`` of each turn (with the model that answered it, its cache writes, at
         the tier in force when it was sent; 0.0 for a turn replayed from the ResponseCache), summed; None
@@ -1828,7 +1884,8 @@ class Run(object):
         for method in self._methods["before_call"]:
             decision = method(dict(call))
             if decision is not None:
-                _check_decision(decision, "a hook's before_call answer for {}".format(call["tool_call_id"]))
+                _check_decision(decision, "a hook's before_call answer for {}".format(call["tool_call_id"]),
+                                "None (no say), ")
                 return decision
         return None
 
@@ -2417,8 +2474,9 @@ class Run(object):
                 item = result_item(item, call["tool_call_id"])
                 if not text_is_utf8(item["text"]):
                     item["text"] = _utf8(item["text"])
-                return item
-            return self._proceed(call, entry, arguments, shown)
+                return _cut(item, self._max_output_chars)
+            # (cut once scrubbed: a credential cut in two would not be found)
+            return _cut(self._proceed(call, entry, arguments, shown), self._max_output_chars)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # an Exception, asyncio.CancelledError, ...: the model hears of it

@@ -63,6 +63,8 @@ _SECTION_END = re.compile(r"^(Returns|Return|Yields|Raises|Examples?|Notes?|See 
 _NUMPY_TITLES = ("Parameters", "Other Parameters", "Keyword Arguments")
 
 Section = Tuple[int, int, Optional[int], Any, bool]
+#: a section's end indent meaning "ends at the next section title" (not at a line as shallow as its title)
+_TITLED = -2
 
 
 def _indent(line: str) -> int:
@@ -82,7 +84,13 @@ def _opens_rest(lines: List[str], i: int) -> Optional[Section]:
 def _opens_google(lines: List[str], i: int) -> Optional[Section]:
     if not _GOOGLE.match(lines[i].strip()):
         return None
-    return i + 1, _indent(lines[i]), None, _GOOGLE_ITEM, False
+    end = _indent(lines[i])
+    body = next((line for line in lines[i + 1:] if line.strip()), None)
+    if i == 0 and body is not None and _indent(body) <= end:
+        # the title on the quotes' line ("""Args:): cleandoc dedents its items to the title's level, so
+        # indentation cannot end the section: the next title does
+        end = _TITLED
+    return i + 1, end, None, _GOOGLE_ITEM, False
 
 
 def _opens_numpy(lines: List[str], i: int) -> Optional[Section]:
@@ -125,6 +133,8 @@ def _section_ends(lines: List[str], i: int, end_indent: int, titled: bool, rest_
     stripped = lines[i].strip()
     if rest_started:  # a reST field runs to a blank line or the next field
         return not stripped or stripped.startswith(":")
+    if end_indent == _TITLED:
+        return bool(_GOOGLE.match(stripped) or _SECTION_END.match(stripped))
     if not stripped or _indent(lines[i]) > end_indent:
         return False
     return not titled or _underlined(lines, i)

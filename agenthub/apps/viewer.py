@@ -14,7 +14,9 @@ the trace travels inside it as JSON and a small script renders it with
 escapes the folder is answered 404, like a missing one.
 
 Hardening: the Content-Security-Policy (``CSP``) lets only the page's own script and
-style run, by their SHA-256 (no ``'unsafe-inline'``); links are made only of http(s)
+style run, by their SHA-256 (no ``'unsafe-inline'``), and no string become markup (Trusted Types);
+every answer also has the playground's other headers (``X-Frame-Options: DENY``,
+``Cross-Origin-Opener-Policy: same-origin``, ``Referrer-Policy: no-referrer``, ...); links are made only of http(s)
 URLs and images only of those and ``data:image/`` URLs (a ``javascript:`` URL a model
 wrote is shown as text); a request whose Host header is not localhost or the bound
 address (DNS rebinding) is answered 421.
@@ -65,8 +67,8 @@ PAGE, STYLE, SCRIPT = build("viewer")  # assets/viewer.html, .css, .js (and page
 #: inline script or handler anything else put in the page would execute), nothing is fetched but
 #: images (a remote one only when the reader clicks its button: viewer.js), no form, frame, base or plugin
 CSP = ("default-src 'none'; script-src {}; style-src {}; img-src data: http: https:; media-src data:; "
-       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'".format(
-           csp_source(SCRIPT), csp_source(STYLE)))
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'; "
+       "require-trusted-types-for 'script'; trusted-types 'none'".format(csp_source(SCRIPT), csp_source(STYLE)))
 
 
 def page(data: Dict[str, Any]) -> bytes:
@@ -232,6 +234,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Security-Policy", CSP)
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("X-Frame-Options", "DENY")  # (frame-ancestors' older spelling)
+        # a page elsewhere that opens the viewer gets no handle on its window (as the playground)
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
         self.end_headers()
         self.wfile.write(body)
 

@@ -182,7 +182,9 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
         raise ConfigError("{} must look like 2024-10-21 (got {!r})".format(VERSION_ENV, version))
     # Azure OpenAI runs OpenAI's models with OpenAI's strict mode (its "Structured outputs" page lists the same
     # subset): a strict schema outside it is refused before sending, as on api.openai.com
-    quirks = {"api_version": version, "strict_subset": True}  # type: Dict[str, Any]
+    # (and refuses a tool call left unanswered before the next turn, and an image of another type, as OpenAI does)
+    quirks = {"api_version": version, "strict_subset": True, "answers_required": True,
+              "image_subset": True}  # type: Dict[str, Any]
     if row.dialect == "openai-chat" and not _V1.search(urlsplit(endpoint).path.rstrip("/")) \
             and _before_max_completion(version):
         quirks["max_tokens_field"] = "max_tokens"

@@ -90,7 +90,9 @@ def _agenthub_url(endpoint: Any, path: str) -> str:
 _BEARER = key_header("Authorization", "Bearer ")
 
 OPENAI = Host("openai", _BEARER, "https://api.openai.com/v1", ("OPENAI_API_KEY",), "OPENAI_BASE_URL",
-              own_quirks={"strict_subset": True})  # api.openai.com: strict mode's documented subset is checked
+              # api.openai.com: strict mode's documented subset is checked; a tool call left unanswered is refused;
+              # its image types (PNG, JPEG, WebP, GIF) are checked
+              own_quirks={"strict_subset": True, "answers_required": True, "image_subset": True})
 ANTHROPIC = Host("anthropic", _anthropic_authorise, "https://api.anthropic.com",
                  ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL", quirk_keys=("auth",),
                  own_quirks={"first_party": True})  # api.anthropic.com: the betas it offers, signed thinking only

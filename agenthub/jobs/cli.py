@@ -42,14 +42,15 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .._controls import dollars
     from .runner import run
 
     summary = run(args.input, args.output, workers=args.workers, rpm=args.rpm, tpm=args.tpm,
                   retry_failed=args.retry_failed, skip_invalid=args.skip_invalid, max_retries=args.max_retries,
                   engine=None if args.engine == "live" else args.engine,
                   progress=False if args.no_progress else None)
-    print("agenthub batch run: {} done, {} failed, {} skipped of {} rows; {:,} tokens, ${:.4f}{}; {:.1f} s{}".format(
-        summary.done, summary.failed, summary.skipped, summary.total, summary.tokens, summary.cost_usd,
+    print("agenthub batch run: {} done, {} failed, {} skipped of {} rows; {:,} tokens, ${}{}; {:.1f} s{}".format(
+        summary.done, summary.failed, summary.skipped, summary.total, summary.tokens, dollars(summary.cost_usd),
         " ({} rows unpriced)".format(summary.unpriced) if summary.unpriced else "", summary.wall_s,
         "; interrupted: {} rows left, run the same command again".format(summary.left) if summary.interrupted else ""),
         file=sys.stderr)

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from .._controls import dollars
 from .._redact import shown_url
 from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
@@ -68,7 +69,8 @@ ANNOUNCE_WAIT = 3.0
 class JobSummary:
     """What one ``run`` did.  ``done``: rows answered now; ``failed``: error rows written now (invalid
     lines included); ``skipped``: rows that already had a row in the output; ``tokens`` and
-    ``cost_usd``: of this run's answers, and of its typed rows whose re-asks ran out (paid for) (``unpriced`` rows had no price, so cost_usd leaves them out; a row
+    ``cost_usd``: of this run's answers, and of its typed rows that failed after answers (paid for: the re-asks
+    ran out, or a re-ask's request failed) (``unpriced`` rows had no price, so cost_usd leaves them out; a row
     answered from the ResponseCache costs 0.0: ``cache_hits`` counts them, and the row says ``"cache": "hit"``)."""
 
     done: int = 0
@@ -179,9 +181,9 @@ class Progress(object):
         eta_text = "--" if eta is None else _duration(eta)
         failed = ", {} failed".format(snap["failed"]) if snap["failed"] else ""
         skipped = ", {} skipped".format(snap["skipped"]) if snap["skipped"] else ""
-        return "agenthub.jobs: {}/{} rows{}{}, {:.1f} rows/s, ETA {}, {:,} tokens, ${:.4f}".format(
+        return "agenthub.jobs: {}/{} rows{}{}, {:.1f} rows/s, ETA {}, {:,} tokens, ${}".format(
             snap["done"] + snap["failed"] + snap["skipped"], snap["total"], failed, skipped, snap["rate"], eta_text,
-            snap["tokens"], snap["cost_usd"])
+            snap["tokens"], dollars(snap["cost_usd"]))
 
     def row(self, summary: JobSummary) -> None:
         """After each finished row (any worker thread)."""
@@ -350,7 +352,7 @@ class Job(object):
                     summary.cost_usd += out["cost_usd"]
             else:
                 summary.failed += 1
-                if out.get("cost_usd") is not None:  # a typed row whose re-asks ran out: its attempts were paid for
+                if out.get("cost_usd") is not None:  # a typed row that failed after answers: they were paid for
                     summary.tokens += row_tokens(out["usage_metadata"])
                     summary.cost_usd += out["cost_usd"]
         self.progress.row(summary)
@@ -411,8 +413,14 @@ class Job(object):
                                                         and self.stop_hard.is_set()):
                 return None
             if isinstance(exc, BudgetExceededError):  # refused before anything was sent
-                return error_row(row, exc, attempts=max(0, sent - 1), backend=self.backend)
-            return error_row(row, exc, attempts=sent, backend=self.backend)
+                out = error_row(row, exc, attempts=max(0, sent - 1), backend=self.backend)
+            else:
+                out = error_row(row, exc, attempts=sent, backend=self.backend)
+            spent = exc.__dict__.get("parse_usage_metadata") if typed is not None else None
+            if spent is not None:  # a typed row's answers before the failed call: paid for (as a run-out row's)
+                out["usage_metadata"] = to_jsonable(spent)
+                out["cost_usd"] = exc.__dict__.get("parse_cost_usd")
+            return out
         except Exception as exc:  # a bug or a bad value: the row fails, the job goes on
             if typed is not None:
                 typed.close_call()

@@ -6,7 +6,10 @@ thread-safe: calls may run in parallel from several threads; ``close()`` from an
 calls in flight (a TransportError with ``aborted``) and then the connection.
 """
 
+import functools
 import json
+import logging
+import math
 import sys
 import threading
 import time
@@ -14,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Un
 
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, \
     UpstreamError
+from .._redact import scrub_text
 from ..telemetry import (JSONRPC_REQUEST_ID, RPC_RESPONSE_STATUS_CODE, inject_meta,  # a CLIENT span per request,
                          mcp_span)  # its trace context in _meta (no-ops uninstrumented)
 from . import jsonrpc, results
@@ -25,6 +29,8 @@ __all__ = ["connect", "Server", "DEFAULT_TIMEOUT", "forget_eras"]
 
 #: seconds for one request (to connect, of silence, in all) and for the start-up, when not given
 DEFAULT_TIMEOUT = 60.0
+_logger = logging.getLogger("agenthub")
+
 #: pages read at most by one list call (a server whose cursor never ends is an error)
 MAX_PAGES = 1000
 #: items (tools, resources, prompts) one list call gathers at most, over all its pages
@@ -247,6 +253,30 @@ class Server(object):
         else:
             self._on_notification(message)
 
+    def _on_call_message(self, message: Message, deadline: Optional[float], ident: Any, method: str,
+                         on_progress: Callable[..., Any]) -> None:
+        """A message the server sent within the exchange of request ``ident``, whose caller asked for progress:
+        a ``notifications/progress`` for its token goes to ``on_progress`` (progress, total, message: the
+        numbers as floats; a progress that is no finite number is skipped, a total that is none or a message that
+        is no string is None, the handle's secrets in it as ``***``); anything else as ``_on_message``."""
+        if message.kind != "notification" or message.method != "notifications/progress":
+            self._on_message(message, deadline)
+            return
+        params = message.params if isinstance(message.params, dict) else {}
+        token = params.get("progressToken")
+        if isinstance(token, bool) or token != ident:
+            return
+        progress, total, text = _number(params.get("progress")), _number(params.get("total")), params.get("message")
+        if progress is None:
+            return
+        if isinstance(text, str) and self._channel.secrets:  # (a credential the handle holds, echoed: as in errors)
+            text = scrub_text(text, list(self._channel.secrets))
+        try:
+            on_progress(progress, total, text if isinstance(text, str) else None)
+        except Exception as error:  # the caller's callback: the call goes on (and the reader of stdio with it)
+            _logger.warning("%s: an on_progress callback of %s raised %s (the call goes on)", self._channel.label,
+                            method, type(error).__name__)
+
     def _on_request(self, message: Message, deadline: Optional[float] = None) -> None:
         """Answer the server's own request; within a call, by the call's deadline (its answer is a POST of
         its own on HTTP, which must not hold the call past its timeout)."""
@@ -274,15 +304,22 @@ class Server(object):
                                  client=self._channel.label, aborted=True, retryable=False)
 
     def request(self, method: str, params: Optional[Dict[str, Any]] = None, timeout: Optional[float] = None,
-                headers: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+                headers: Optional[Dict[str, str]] = None,
+                on_progress: Optional[Callable[[float, Optional[float], Optional[str]], Any]] = None) -> Dict[str, Any]:
         """Send one request and return its result (an MCPError for an error answer).  The lower-level
-        door: the methods below are built on it."""
+        door: the methods below are built on it.  ``on_progress``: see ``call_tool``."""
         if not isinstance(method, str) or not method:
             raise ConfigError("method must be a non-empty string")
         if params is not None and not isinstance(params, dict):
             raise ConfigError("params must be a dict or None (got {})".format(type(params).__name__))
         if params is not None and params.get("_meta") is not None and not isinstance(params["_meta"], dict):
             raise ConfigError("params[\"_meta\"] must be a dict (got {})".format(type(params["_meta"]).__name__))
+        if on_progress is not None and not callable(on_progress):
+            raise ConfigError("on_progress must be a callable (progress, total, message) or None (got {})".format(
+                type(on_progress).__name__))
+        if on_progress is not None and "progressToken" in ((params or {}).get("_meta") or {}):
+            raise ConfigError("params[\"_meta\"] has a progressToken and on_progress is given: the token "
+                              "on_progress asks for is the request's id")
         if timeout is not None:
             timeout = _seconds(timeout)
         self._check_open()
@@ -295,7 +332,7 @@ class Server(object):
             if span.recording:  # the W3C trace context in params._meta (the MCP conventions, both eras)
                 params = dict(params or {}, _meta=inject_meta((params or {}).get("_meta")))
             try:
-                result = self._request(method, params, timeout, headers, span)
+                result = self._request(method, params, timeout, headers, span, on_progress)
             except AgentHubError as error:
                 scrub(error, channel.secrets)  # an error answer (read here, not by the channel) may echo a credential
                 if isinstance(error, MCPError):  # the MCP conventions: error.type the JSON-RPC code as a string,
@@ -309,7 +346,7 @@ class Server(object):
             return result
 
     def _request(self, method: str, params: Optional[Dict[str, Any]], timeout: Optional[float],
-                 headers: Optional[Dict[str, str]], span: Any = None) -> Dict[str, Any]:
+                 headers: Optional[Dict[str, str]], span: Any = None, on_progress: Any = None) -> Dict[str, Any]:
         session = self._session
         channel = self._channel
         timeout = self.timeout if timeout is None else timeout
@@ -320,6 +357,9 @@ class Server(object):
                 timeout = self._budget(until)
             generation = self._generation
             ident, message = session.request(method, params)
+            if on_progress is not None:  # (the request's own id: unique among the requests in flight)
+                body = message.setdefault("params", {})
+                body["_meta"] = dict(body.get("_meta") or {}, progressToken=ident)
             if span is not None and ident is not None:  # the request's id (the last one sent, when retried)
                 span.set_attribute(JSONRPC_REQUEST_ID, str(ident))
             sent = session.headers(message)
@@ -329,7 +369,10 @@ class Server(object):
                 self._inflight.add(ident)
             deadline = time.monotonic() + timeout
             try:
-                answer = channel.exchange(message, sent, timeout, lambda message: self._on_message(message, deadline),
+                heard = functools.partial(self._on_message, deadline=deadline) if on_progress is None else \
+                    functools.partial(self._on_call_message, deadline=deadline, ident=ident, method=method,
+                                      on_progress=on_progress)
+                answer = channel.exchange(message, sent, timeout, heard,
                                           resumable=channel.resumable and session.era == "legacy")
                 return session.outcome(method, answer.message, answer.status)
             except TransportError as error:
@@ -502,8 +545,16 @@ class Server(object):
         return not (hints.get("idempotentHint") is False or hints.get("destructiveHint") is True)
 
     def call_tool(self, name: str, arguments: Optional[Dict[str, Any]] = None,
-                  timeout: Optional[float] = None) -> Dict[str, Any]:
-        """Call a tool: a tool_result item ({"type": "tool_result", "text", "images"?, "is_error"?})."""
+                  timeout: Optional[float] = None,
+                  on_progress: Optional[Callable[[float, Optional[float], Optional[str]], Any]] = None
+                  ) -> Dict[str, Any]:
+        """Call a tool: a tool_result item ({"type": "tool_result", "text", "images"?, "is_error"?}).
+
+        ``on_progress(progress, total, message)``: the request asks for progress (``_meta.progressToken``, its
+        id) and each ``notifications/progress`` the server sends for it is handed over (floats; ``total`` and
+        ``message`` None when not given), on the thread that reads the server's messages (over HTTP the
+        caller's, on stdio the handle's reader: keep it short; a request on this handle from there is a
+        ConfigError).  What it raises is logged, and the call goes on.  Progress does not extend ``timeout``."""
         if not isinstance(name, str) or not name:
             raise ConfigError("a tool name must be a non-empty string")
         if arguments is None:
@@ -515,7 +566,7 @@ class Server(object):
             marks = self._marks.get(name)
         if marks:
             headers = param_header_values(marks, arguments)
-        result = self.request("tools/call", {"name": name, "arguments": arguments}, timeout, headers)
+        result = self.request("tools/call", {"name": name, "arguments": arguments}, timeout, headers, on_progress)
         return results.tool_result(result, self._channel.label)
 
     # -- resources and prompts -----------------------------------------------------------------------
@@ -600,6 +651,18 @@ def _ttl(value: Any) -> Optional[float]:
     except OverflowError:
         value = float("inf")
     return max(0.0, value) if value == value else None  # (NaN, which Python's JSON reads: none)
+
+
+def _number(value: Any) -> Optional[float]:
+    """A progress notification's number as a float: None for one that is not a finite number (a bool, a string,
+    NaN, an integer past a float's range)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _seconds(timeout: Any) -> float:

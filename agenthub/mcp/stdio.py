@@ -605,9 +605,13 @@ class StdioChannel(Channel):
 
     def _exchange(self, message: Dict[str, Any], timeout: Optional[float],
                   on_message: Optional[Callable[[Message], None]]) -> Answer:
+        state = self._state
+        if state.threads and threading.current_thread() is state.threads[0]:
+            # (the thread that reads the answers, in a caller's on_progress: it would wait for itself, in vain)
+            raise ConfigError("{}: a request from an on_progress callback on stdio would wait for itself".format(
+                self.label))
         timeout = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
-        state = self._state
         ident = message["id"]
         pending = _Pending(on_message)
         with state.lock:

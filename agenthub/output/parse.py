@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from ..catalog import call_cost
-from ..errors import ConfigError, OutputRefusedError, OutputValidationError
+from ..errors import AgentHubError, ConfigError, OutputRefusedError, OutputValidationError
 from ..stream import Collector
 from ..types import USAGE_KEYS, AssistantMessage, Message, UniConfig, UsageMetadata
 from .partial import PartialJSON, find_json
@@ -58,8 +58,8 @@ class ParseStream(Generic[T]):
     a new object, and ``attempt`` (1-based) says which attempt the value belongs to.  ``result()`` reads
     to the end and returns ``Parsed`` (or raises ``OutputValidationError`` / ``OutputRefusedError`` /
     what the call raised).  ``events()`` yields the raw UniEvents instead, for callers who show text.
-    ``usage_metadata`` and ``cost_usd``: every attempt's that ended so far, summed (None before the first;
-    after a call's error too, when the earlier attempts were paid for and the error says nothing of them)."""
+    ``usage_metadata`` and ``cost_usd``: every attempt's that ended so far, summed (None before the first);
+    a call's error (an AgentHubError) carries them as ``parse_usage_metadata`` and ``parse_cost_usd``."""
 
     def __init__(self, client: Any, messages: Sequence[Message], output: Any, config: Optional[UniConfig],
                  retries: int) -> None:
@@ -117,6 +117,13 @@ class ParseStream(Generic[T]):
         try:
             yield from self._attempts()
         except Exception as exc:  # a call's error (kept: result() raises it again, as it raises the others)
+            if isinstance(exc, AgentHubError):
+                # what the attempts that ended before it cost (paid for): client.parse hands back no stream to ask
+                spent = {"parse_usage_metadata": self.usage_metadata, "parse_cost_usd": self.cost_usd}
+                exc.__dict__.update(spent)
+                fields = exc.__dict__.get("_fields")
+                if isinstance(fields, dict):
+                    fields.update(spent)  # (pickled with the error)
             self._error = exc
             raise
 

@@ -650,6 +650,27 @@ def media_type(mime_type: str) -> str:
     return "image/jpeg" if mime_type.lower() == "image/jpg" else mime_type
 
 
+#: the image types of the OpenAI wires (OpenAI's "Image input requirements": PNG, JPEG, WebP, non-animated GIF),
+#: checked at the hosts that run OpenAI's models (quirk ``image_subset``), and of Gemini's (PNG, JPEG, WebP, HEIC,
+#: HEIF: its "supported image formats"; GIF is refused)
+OPENAI_IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
+GEMINI_IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/heic", "image/heif")
+_IMAGE_NAMES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WebP", "image/gif": "GIF",
+                "image/heic": "HEIC", "image/heif": "HEIF"}
+
+
+def check_image_type(client: str, mime_type: str, accepted: Sequence[str], wire: str,
+                     parameter: str = "inline_data") -> None:
+    """An image (``image/*``) of a type the wire does not take is an UnsupportedParameterError before sending (the
+    API's 400 otherwise); ``image/jpg`` is the ``image/jpeg`` it means, parameters (``;charset=``) are no part of
+    the type.  Other media are the caller's business."""
+    image = mime_type.lower().split(";", 1)[0].strip()
+    if image.startswith("image/") and media_type(image) not in accepted:
+        names = [_IMAGE_NAMES[kind] for kind in accepted]
+        raise unsupported(client, parameter, "of type {} cannot be sent over {} (its images are {} or {})".format(
+            mime_type, wire, ", ".join(names[:-1]), names[-1]))
+
+
 def data_uri(mime_type: str, data: bytes) -> str:
     return "data:{};base64,{}".format(media_type(mime_type), base64.b64encode(data).decode("ascii"))
 

@@ -26,8 +26,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
-from ..stream import (CATALOG_TIERS, StreamEnd, item_problem, with_cache_write, with_output_images,
-                      with_service_tier)
+from ..stream import StreamEnd, item_problem, with_usage_extras
 from ..toolcalls import read_arguments
 from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable, too_deep
 from ..types import to_jsonable as _jsonable
@@ -322,11 +321,7 @@ def _usage(usage: Any, client: str) -> Any:
     if type(usage) is not dict or any(
             usage.get(key) is not None and (type(usage.get(key)) is not int or usage[key] < 0) for key in USAGE_KEYS):
         raise _malformed(client, "a stop event whose usage_metadata is not four token counts")
-    buckets = {key: usage.get(key) for key in USAGE_KEYS}
-    if usage.get("cache_write") is not None:
-        buckets = with_cache_write(buckets, usage["cache_write"], usage.get("cache_write_1h"))
-    buckets = with_output_images(buckets, usage.get("output_image_tokens"))
-    return with_service_tier(buckets, usage.get("service_tier"), CATALOG_TIERS)  # (the server's own tier names)
+    return with_usage_extras({key: usage.get(key) for key in USAGE_KEYS}, usage)  # (the server's own tier names)
 
 
 def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:

@@ -24,7 +24,9 @@ Request
   models a ``thinkingBudget``; thinking_summary -> ``includeThoughts``.
 - images: data URIs -> ``inlineData``; any other URL (http(s), gs://) -> ``fileData``
   with ``fileUri`` (MIME type guessed from the extension when it can be).  The URL is
-  never fetched here: the server reads it (public or signed URLs), or refuses it.
+  never fetched here: the server reads it (public or signed URLs), or refuses it.  An image given
+  as bytes (inline_data, a data URI), or a URL whose extension names an image type, of a type Gemini
+  does not take (its PNG, JPEG, WebP, HEIC, HEIF) is an UnsupportedParameterError before sending.
 - tool_call -> ``functionCall`` (its ``id`` only when the server gave one; a
   synthetic id is recorded in fidelity and left out); tool_result ->
   ``functionResponse`` ``{name, id?, response: {"result": text}, parts: [images]}``
@@ -92,7 +94,8 @@ from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
-from ._common import answer_bytes, answer_mime, media_type, refuse_mcp_servers, something_to_send
+from ._common import (GEMINI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, media_type, refuse_mcp_servers,
+                      something_to_send)
 
 __all__ = [
     "build_request",
@@ -375,18 +378,25 @@ def _b64(data: Any) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def blob_part(mime_type: str, data: Any) -> Dict[str, Any]:
+def blob_part(mime_type: str, data: Any, client: Optional[str] = None) -> Dict[str, Any]:
+    """Bytes as a part; with ``client`` (generateContent), an image of a type Gemini does not take is refused."""
+    if client is not None:
+        check_image_type(client, mime_type, GEMINI_IMAGE_TYPES, "the Gemini API")
     return {"inlineData": {"mimeType": media_type(mime_type), "data": _b64(data)}}
 
 
-def url_part(url: str) -> Dict[str, Any]:
-    """An image URL as a part: a data URI is sent inline, any other URL by reference (never fetched here)."""
+def url_part(url: str, client: Optional[str] = None) -> Dict[str, Any]:
+    """An image URL as a part: a data URI is sent inline (``blob_part``), any other URL by reference (never
+    fetched here), with the type its extension names (with ``client``: an image type Gemini does not take is
+    refused)."""
     parsed = parse_data_uri(url)
     if parsed is not None:
-        return blob_part(parsed[0], parsed[1])
+        return blob_part(parsed[0], parsed[1], client)
     file_data = {"fileUri": url}  # type: Dict[str, Any]
     mime = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
     if mime:
+        if client is not None:  # (the type its extension names is the one sent: an image Gemini refuses is refused)
+            check_image_type(client, mime, GEMINI_IMAGE_TYPES, "the Gemini API", "image_url")
         file_data = {"mimeType": mime, "fileUri": url}
     return {"fileData": file_data}
 
@@ -453,14 +463,14 @@ def _assistant_parts(client: str, message: Mapping[str, Any], placeholder: bool)
                 continue
             part = {"text": item["thinking"], "thought": True}
         elif kind == "inline_data":
-            part = blob_part(item["mime_type"], item["data"])
+            part = blob_part(item["mime_type"], item["data"], client)
         elif kind == "inline_thinking":
             if not signature:
                 continue
-            part = blob_part(item["mime_type"], item["data"])
+            part = blob_part(item["mime_type"], item["data"], client)
             part["thought"] = True
         elif kind == "image_url":
-            part = url_part(item["image_url"])
+            part = url_part(item["image_url"], client)
         elif kind == "tool_call":
             call = {}  # type: Dict[str, Any]
             if not fidelity.get(SYNTHETIC_ID):
@@ -498,9 +508,9 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
             if item["text"]:
                 others.append({"text": item["text"]})
         elif kind == "image_url":
-            others.append(url_part(item["image_url"]))
+            others.append(url_part(item["image_url"], client))
         elif kind == "inline_data":
-            others.append(blob_part(item["mime_type"], item["data"]))
+            others.append(blob_part(item["mime_type"], item["data"], client))
         elif kind == "tool_result":
             call_id = item["tool_call_id"]
             if call_id not in calls:
@@ -516,7 +526,7 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
             inline = []  # type: List[Dict[str, Any]]
             linked = []  # type: List[Dict[str, Any]]
             for url in item.get("images") or ():
-                part = url_part(url)
+                part = url_part(url, client)
                 (inline if "inlineData" in part else linked).append(part)
             if inline:
                 response["parts"] = inline

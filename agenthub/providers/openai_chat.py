@@ -19,7 +19,12 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 - ``tool_stream``: send ``tool_stream: true`` with tools (Z.AI streams tool-call arguments only then);
 - ``response_formats``: the response_format types the server honours (others raise);
 - ``fast_mode``: False when the server has no priority tier (``fast_mode`` raises instead of
-  sending ``service_tier: "priority"``).
+  sending ``service_tier: "priority"``);
+- ``image_subset``: the server takes OpenAI's image types alone (PNG, JPEG, WebP, GIF: OpenAI, Azure); an image
+  of another type given as bytes is an UnsupportedParameterError before sending;
+- ``answers_required``: the server refuses a tool call left unanswered before the next turn (OpenAI, Azure,
+  DeepSeek, DashScope, Moonshot: a 400), so such a history is a ConfigError before sending
+  (``validate.check_tool_pairs``); a server without it (a local one) is sent the history as it is.
 
 Config keys beyond the seed: ``response_format`` -> ``response_format`` (``json_schema: {name,
 schema, strict}``), ``top_p``, ``stop`` (up to ``STOP_LIMIT``), ``seed``, ``fast_mode`` ->
@@ -42,17 +47,17 @@ import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
-from ..errors import upstream_error
+from ..errors import StreamProtocolError, upstream_error
 from ..sse import SSEEvent
-from ..stream import StreamEnd, with_service_tier
+from ..stream import StreamEnd, with_output_images, with_service_tier
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ..validate import cache_marks
+from ..validate import cache_marks, check_tool_pairs
 from .openai_responses import BREAKPOINT, cache_options, cache_written, check_breakpoints, check_strict
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, pdf_url, request_headers, samplers,
                       to_int, unsupported)
-from ._common import refuse_mcp_servers
+from ._common import OPENAI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, refuse_mcp_servers
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
@@ -91,6 +96,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     client = endpoint.client_type
     refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
+    if quirks.get("answers_required"):  # (the client checks the dialects whose every server refuses it)
+        check_tool_pairs(client, "openai-chat", messages, config, True)
     check_breakpoints(client, model, messages, "Chat Completions", marks_resumed(prior, messages))
     wire = _wire_messages(endpoint, messages, config, prior)
     body = {"model": model, "messages": wire.items}  # type: Dict[str, Any]
@@ -194,6 +201,8 @@ def _image_part(endpoint: Endpoint, url: str) -> Dict[str, Any]:
                                                              "takes images by URL, no document")
     if endpoint.quirks.get("images") is False:
         raise unsupported(endpoint.client_type, "image input", "is not supported by this model")
+    if parsed is not None and endpoint.quirks.get("image_subset"):
+        check_image_type(endpoint.client_type, parsed[0], OPENAI_IMAGE_TYPES, "Chat Completions")
     return {"type": "image_url", "image_url": {"url": url}}
 
 
@@ -338,7 +347,8 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
 
 
 def map_usage(raw: Any) -> Dict[str, Any]:
-    """Chat usage -> the four exclusive buckets (see docs/workloads.md, "Usage and cost")."""
+    """Chat usage -> the four exclusive buckets (see docs/workloads.md, "Usage and cost"), with the prompt-cache
+    writes and the output's image tokens where the wire names them (``stream.Usage``)."""
     raw = raw if isinstance(raw, dict) else {}
     prompt_details = raw.get("prompt_tokens_details")
     prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
@@ -354,7 +364,10 @@ def map_usage(raw: Any) -> Dict[str, Any]:
         thoughts = raw.get("reasoning_tokens")
     buckets = inclusive_usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), cached, thoughts,
                               raw.get("total_tokens"))
-    return cache_written(buckets, prompt_details.get("cache_write_tokens"))
+    # OpenRouter names the output's image tokens (part of completion_tokens), billed at an image model's
+    # image-output price: Usage.output_image_tokens
+    images = completion_details.get("image_tokens")
+    return with_output_images(cache_written(buckets, prompt_details.get("cache_write_tokens")), images)
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -445,6 +458,33 @@ def _texts(state: _State, delta: Dict[str, Any], out: List[Dict[str, Any]]) -> N
         if state.pending and item["type"] != "thinking":
             out.append(state.carrier())
         out.append(item)
+    images = delta.get("images")
+    if images and type(images) is list:
+        for item in _images(images, state.client):
+            if state.pending:
+                out.append(state.carrier())
+            out.append(item)
+
+
+def _images(images: List[Any], client: str) -> Iterator[Dict[str, Any]]:
+    """OpenRouter's generated images (``images``: ``{"type": "image_url", "image_url": {"url": ...}}`` entries
+    beside ``content``): a data URL as an ``inline_data`` item, any other URL as an ``image_url`` item (a
+    payload that is not base64 is a StreamProtocolError, never a silent empty image)."""
+    for entry in images:
+        image = entry.get("image_url") if type(entry) is dict else None
+        url = image.get("url") if type(image) is dict else None
+        if type(url) is not str or not url:
+            continue
+        if not url.startswith("data:"):
+            yield {"type": "image_url", "image_url": url}
+            continue
+        head, _, payload = url.partition(",")
+        params = head[5:].split(";")
+        if "base64" not in params[1:]:
+            raise StreamProtocolError("{}: the answer's image is a data URL that is not base64".format(client),
+                                      client=client)
+        yield {"type": "inline_data", "data": answer_bytes(payload, client, "image"),
+               "mime_type": answer_mime(params[0], "image/png")}
 
 
 #: a tool call id longer than this (the OpenAI API's limit on the ids it takes) is marked ``issued_id``
@@ -812,8 +852,9 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
 
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field", "reasoning_field",
-                "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
+    quirk_keys=("answers_required", "echo_reasoning_on_tool_turns", "fast_mode", "image_subset", "images",
+                "max_tokens_field", "reasoning_field", "response_formats", "stream_usage", "thinking", "tool_choice",
+                "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
     models_request=openai_models_request, parse_models=parse_data_list,
 )

@@ -132,7 +132,7 @@ from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting
 from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, nearest, parse_data_uri, pdf_url, request_headers,
                       unfinished_document, unsupported)
-from ._common import answer_bytes
+from ._common import OPENAI_IMAGE_TYPES, answer_bytes, check_image_type
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
            "text_format", "EFFORTS", "parse_document", "cache_options", "check_breakpoints", "BREAKPOINT",
@@ -606,19 +606,24 @@ def _tool_choice(choice: Any) -> Any:
     return {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": n} for n in choice]}
 
 
-def _image(client: str, url: str) -> Dict[str, Any]:
+def _image(client: str, url: str, images: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """An image_url item (or a tool result's image): a data URI of another type of media goes as inline_data
-    of its type does (a PDF as input_file, anything else refused); a PDF's URL as an input_file's file_url."""
+    of its type does (a PDF as input_file, anything else refused); a PDF's URL as an input_file's file_url.
+    ``images``: the image types the host takes (None: not checked)."""
     parsed = parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
     if parsed is not None and not parsed[0].startswith("image/"):
         return _media(client, parsed[0], parsed[1])
     if parsed is None and pdf_url(url):
         return {"type": "input_file", "file_url": url}
+    if parsed is not None and images:
+        check_image_type(client, parsed[0], images, "the Responses API")
     return {"type": "input_image", "image_url": url, "detail": "auto"}
 
 
-def _media(client: str, mime_type: str, data: bytes) -> Dict[str, Any]:
+def _media(client: str, mime_type: str, data: bytes, images: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     if mime_type.startswith("image/"):
+        if images:
+            check_image_type(client, mime_type, images, "the Responses API")
         return {"type": "input_image", "image_url": data_uri(mime_type, data), "detail": "auto"}
     if mime_type in _DOCUMENTS:
         return {"type": "input_file", "filename": _DOCUMENTS[mime_type], "file_data": data_uri(mime_type, data)}
@@ -651,6 +656,7 @@ def _wire_input(endpoint: Endpoint, messages: List[Mapping[str, Any]], prior: Op
             prior = None
             messages = after_compaction(list(messages), "openai")
     context = endpoint.client_type
+    images = OPENAI_IMAGE_TYPES if endpoint.quirks.get("image_subset") else None
     noted = NOTES[0]
     made = start(prior, "openai-responses", context, messages, prior.head if prior is not None else 0, None)
     out = made.items
@@ -666,13 +672,14 @@ def _wire_input(endpoint: Endpoint, messages: List[Mapping[str, Any]], prior: Op
                                                                             "the user item after it".format(index))
             _assistant(message, out, custom)
         else:
-            _user(endpoint.client_type, message, out, custom)
+            _user(endpoint.client_type, message, out, custom, images)
     made.state = frozenset(custom)
     keep(prior, "openai-responses", context, messages, made, noted)
     return made
 
 
-def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], custom: Any = ()) -> None:
+def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], custom: Any = (),
+          images: Optional[Sequence[str]] = None) -> None:
     parts = []  # type: List[Dict[str, Any]]
     wrote = False
     marks = cache_marks(message)
@@ -681,9 +688,9 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
         if kind == "text":
             parts.append({"type": "input_text", "text": item["text"]})
         elif kind == "image_url":
-            parts.append(_image(client, item["image_url"]))
+            parts.append(_image(client, item["image_url"], images))
         elif kind == "inline_data":
-            parts.append(_media(client, item["mime_type"], bytes(item["data"])))
+            parts.append(_media(client, item["mime_type"], bytes(item["data"]), images))
         elif kind == "tool_result":
             if parts:
                 out.append({"type": "message", "role": "user", "content": parts})
@@ -693,7 +700,7 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
                 out.append(dict(answer))  # the decision on a provider's MCP approval request (the tool runner's)
             else:
                 kind = "custom_tool_call_output" if item["tool_call_id"] in custom else "function_call_output"
-                output = _tool_output(client, item)
+                output = _tool_output(client, item, images)
                 if marks[position]:  # a breakpoint rides a content part: the output as a list of parts
                     output = [{"type": "input_text", "text": output}] if isinstance(output, str) else output
                     output[-1]["prompt_cache_breakpoint"] = dict(BREAKPOINT)
@@ -708,12 +715,12 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
         out.append({"type": "message", "role": "user", "content": parts or [{"type": "input_text", "text": ""}]})
 
 
-def _tool_output(client: str, item: Mapping[str, Any]) -> Any:
-    images = item.get("images")
-    if not images:
+def _tool_output(client: str, item: Mapping[str, Any], images: Optional[Sequence[str]] = None) -> Any:
+    linked = item.get("images")
+    if not linked:
         return item["text"]
     parts = [{"type": "input_text", "text": item["text"]}] if item["text"] else []
-    parts.extend(_image(client, url) for url in images)
+    parts.extend(_image(client, url, images) for url in linked)
     return parts
 
 
@@ -1735,7 +1742,8 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats", "strict_subset"),
+    quirk_keys=("encrypted_reasoning", "fast_mode", "image_subset", "reasoning", "reasoning_efforts",
+                "response_formats", "strict_subset"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
     accepts=("background", "compaction", "mcp_servers"), compaction_format="openai",
