@@ -197,8 +197,8 @@ def test_open_puts_a_one_time_code_on_the_browsers_command_line_never_the_key(tm
         assert status == 200 and b"secret plan" in body
         assert _get(Port, "/?" + parts.query)[0] == 401  # the code is spent
         child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=30)
-        assert child.returncode == 0 and err == b""
+        out, err = child.communicate(timeout=60)
+        assert (child.returncode, err) == (0, b"")
     finally:
         if child.poll() is None:
             child.kill()
