@@ -23,7 +23,7 @@ import uuid
 from typing import Any, Dict, List, Mapping, Optional, Set, Union
 
 from .attempts import AttemptHook
-from .errors import BudgetExceededError, ConfigError
+from .errors import AgentHubError, BudgetExceededError, ConfigError
 from .estimate import IMAGE_TOKENS, MEDIA_TOKENS, estimate_tokens  # the local estimate (written once there)
 from .stores import LEASE_SECONDS, check_key, open_store
 from .stores.base import Renewer
@@ -159,8 +159,17 @@ class Budget(object):
                         model, " for tier {!r}".format(tier) if tier else " for batch" if batch else ""))
             return Reservation(self, model, 0.0, tier, batch, priced=False, at=sent)
         hold_id = uuid.uuid4().hex
-        ok, held = self.store.budget_hold(self.key, self.max_usd, needed, hold_id,
-                                          None if self._leases is None else self._leases.lease)
+        try:
+            ok, held = self.store.budget_hold(self.key, self.max_usd, needed, hold_id,
+                                              None if self._leases is None else self._leases.lease)
+        except AgentHubError:
+            # the store may have held it and its answer been lost (a connection cut, a timeout): let it go now,
+            # not left to expire and count its worst case for a request never sent (a hold never written: nothing)
+            try:
+                self.store.budget_finish(self.key, hold_id, needed, None)
+            except AgentHubError:
+                pass  # (unreachable: the hold, if it was written, expires with its lease)
+            raise
         if not ok:
             raise BudgetExceededError(
                 "the request to {} could cost ${:.6f} (input {} tokens, up to {} output tokens); the budget "

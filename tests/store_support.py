@@ -144,3 +144,82 @@ def hold_and_wait(store, ready_path, lease):
     with open(ready_path, "w") as handle:
         handle.write(str(os.getpid()))
     time.sleep(120)
+
+
+class DroppingProxy(object):
+    """A TCP proxy on 127.0.0.1 to a Redis server that, once, forwards a command holding ``marker`` (bytes: a
+    script's sha) to the server, reads the server's reply and closes the client's connection instead of passing
+    the reply on: the command was done, its reply lost (a connection reset, a timeout).  Threads: one accepting,
+    one per connection; all ended by ``close``."""
+
+    def __init__(self, port, marker):
+        import threading
+
+        self.port, self.marker, self.dropped = port, marker, 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.lock = threading.Lock()
+        self.sockets, self.threads = [], []
+        self.threads.append(threading.Thread(target=self._accept, daemon=True))
+        self.threads[0].start()
+
+    @property
+    def url(self):
+        return "redis://127.0.0.1:{}/0".format(self.listener.getsockname()[1])
+
+    def _accept(self):
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            thread = threading.Thread(target=self._serve, args=(client,), daemon=True)
+            with self.lock:
+                self.threads.append(thread)
+            thread.start()
+
+    def _serve(self, client):
+        try:
+            upstream = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        except OSError:
+            client.close()
+            return
+        with self.lock:
+            self.sockets += [client, upstream]
+        try:
+            while True:
+                data = client.recv(65536)
+                if not data:
+                    return
+                upstream.sendall(data)
+                reply = upstream.recv(65536)
+                with self.lock:
+                    drop = self.marker in data and not self.dropped
+                    self.dropped += drop
+                if drop:
+                    return
+                client.sendall(reply)
+        except OSError:
+            return
+        finally:
+            client.close()
+            upstream.close()
+
+    def close(self):
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # (wakes the accepting thread on Linux)
+        except OSError:
+            pass
+        self.listener.close()
+        with self.lock:
+            for sock in self.sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            threads = list(self.threads)
+        for thread in threads:
+            thread.join(10)

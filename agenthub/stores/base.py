@@ -8,7 +8,10 @@ A store keeps three kinds of rows, each under a caller's ``key`` (rows of differ
   lease: ``budget_hold`` gives it ``lease`` seconds, the live holder renews it (``budget_renew``), and a
   hold whose holder stopped renewing (a process killed while its request was under way) expires: its
   whole worst case is then counted as spent (what that request cost is unknown; counting its worst case
-  keeps the bound), so it blocks nobody and never lets the account overspend;
+  keeps the bound), so it blocks nobody and never lets the account overspend.  Such a hold is remembered for
+  ``GONE_SECONDS`` (its id and worst case): a late settlement of it puts the difference right once, and a
+  settlement or release of a hold the store does not know (already settled: a retried store call whose first
+  try was done; never written) changes nothing;
 - the response cache's entries (opaque bytes, a time to live, a total size bound).
 
 ``MemoryStore`` and ``SQLiteStore`` run the algorithms below (``limiter_take`` and friends: pure
@@ -29,6 +32,9 @@ __all__ = ["Store", "StoreError", "Renewer", "check_key", "LEASE_SECONDS", "SCHE
 SCHEMA_VERSION = 1
 #: how long a budget hold lives without being renewed (its holder renews it every third of that)
 LEASE_SECONDS = 30.0
+#: how long a budget hold that expired (counted at its whole worst case) is remembered, so that its holder, alive
+#: after all, can settle it late (the difference put right, once)
+GONE_SECONDS = 86400.0
 #: the longest accepted key (the name of a shared account)
 MAX_KEY = 200
 #: the longest one request's tokens or one pause may hold a limiter's pace back (the limiter's MAX_PAUSE)
@@ -214,10 +220,10 @@ def limiter_new_slot(row: Dict[str, Any], now: float, rpm: float) -> Tuple[Dict[
     return dict(row, r=at + 60.0 / rpm), at - now
 
 
-def _holds(row: Dict[str, Any]) -> Dict[str, List[Any]]:
-    holds = row.get("holds", {})
+def _hold_rows(row: Dict[str, Any], name: str) -> Dict[str, List[Any]]:
+    holds = row.get(name, {})
     if not isinstance(holds, dict):
-        raise StoreError("the store's budget row is corrupt (holds): refusing it")
+        raise StoreError("the store's budget row is corrupt ({}): refusing it".format(name))
     for hold_id, value in holds.items():
         if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], (int, float))
                 and not isinstance(value[0], bool) and math.isfinite(value[0]) and value[0] >= 0
@@ -226,19 +232,30 @@ def _holds(row: Dict[str, Any]) -> Dict[str, List[Any]]:
     return holds
 
 
+def _holds(row: Dict[str, Any]) -> Dict[str, List[Any]]:
+    return _hold_rows(row, "holds")
+
+
 def budget_sweep(row: Dict[str, Any], now: float) -> Dict[str, Any]:
-    """The row with expired holds counted as spent at their whole worst case (and checked)."""
+    """The row with expired holds counted as spent at their whole worst case (and checked); each is remembered
+    in ``gone`` (its worst case, when it expired) for ``GONE_SECONDS``, for its late settlement."""
     spent = _number(row, "spent", 0.0, "budget")
     requests = int(_number(row, "requests", 0, "budget"))
     expired = int(_number(row, "expired", 0, "budget"))
+    gone = {hold_id: value for hold_id, value in _hold_rows(row, "gone").items()
+            if value[1] is None or value[1] > now - GONE_SECONDS}
     holds = {}
     for hold_id, (needed, expires) in _holds(row).items():
         if expires is not None and expires < now:
             spent += needed
             expired += 1
+            gone[hold_id] = [needed, now]
         else:
             holds[hold_id] = [needed, expires]
-    return {"spent": spent, "requests": requests, "expired": expired, "holds": holds}
+    out = {"spent": spent, "requests": requests, "expired": expired, "holds": holds}
+    if gone:
+        out["gone"] = gone
+    return out
 
 
 def budget_held(row: Dict[str, Any]) -> float:
@@ -249,6 +266,8 @@ def budget_take(row: Dict[str, Any], now: float, max_usd: float, needed: float, 
                 lease: Optional[float]) -> Tuple[Dict[str, Any], Tuple[bool, float]]:
     row = budget_sweep(row, now)
     held = row["spent"] + budget_held(row)
+    if hold_id in row["holds"]:  # (a retried call whose first try held it: held once)
+        return row, (True, held - row["holds"][hold_id][0])
     if held + needed > max_usd + 1e-12:
         return row, (False, held)
     row["holds"][hold_id] = [needed, None if lease is None else now + lease]
@@ -258,9 +277,16 @@ def budget_take(row: Dict[str, Any], now: float, max_usd: float, needed: float, 
 def budget_end(row: Dict[str, Any], now: float, hold_id: str, needed: float,
                actual: Optional[float]) -> Dict[str, Any]:
     row = budget_sweep(row, now)
-    if row["holds"].pop(hold_id, None) is None:
-        # the hold expired and its worst case was counted: put the difference right
-        row["spent"] = max(0.0, row["spent"] + (actual or 0.0) - needed)
+    if not hold_id:  # (nothing held: an unpriced model's request, counted)
+        row["spent"] += actual or 0.0
+    elif row["holds"].pop(hold_id, None) is None:
+        gone = row.get("gone", {}).pop(hold_id, None)
+        if gone is None:
+            return row  # settled already (a retried call whose first try was done), or never held: nothing
+        # the hold expired and its worst case was counted: put the difference right (once)
+        row["spent"] = max(0.0, row["spent"] + (actual or 0.0) - gone[0])
+        if not row["gone"]:
+            del row["gone"]
     elif actual is not None:
         row["spent"] += actual
     if actual is not None:

@@ -435,7 +435,7 @@ class RedisStore(Store):
     def _budget_keys(self, key: str) -> List[str]:
         if not self._checked:
             self._check_server()
-        return [PREFIX + "budget:" + key, PREFIX + "holds:" + key, EPOCH_KEY]
+        return [PREFIX + "budget:" + key, PREFIX + "holds:" + key, EPOCH_KEY, PREFIX + "gone:" + key]
 
     def budget_hold(self, key: str, max_usd: float, needed: float, hold_id: str,
                     lease: Optional[float]) -> Tuple[bool, float]:

@@ -24,6 +24,7 @@ local function sweep(now)
       spent = spent + needed
       expired = expired + 1
       redis.call('HDEL', KEYS[2], all[i])
+      redis.call('HSET', KEYS[4], all[i], fmt(needed) .. ' ' .. fmt(now))  -- remembered for a late settlement
     else
       held = held + needed
     end
@@ -31,8 +32,24 @@ local function sweep(now)
   if expired > 0 then
     redis.call('HSET', KEYS[1], 'spent', fmt(spent))
     redis.call('HINCRBY', KEYS[1], 'expired', expired)
+    -- the expired holds remembered past GONE_SECONDS (a day) are forgotten
+    local gone = redis.call('HGETALL', KEYS[4])
+    for i = 1, #gone, 2 do
+      local when = tonumber(string.match(gone[i + 1], ' (%S+)$') or '')
+      if when == nil or when < now - 86400 then redis.call('HDEL', KEYS[4], gone[i]) end
+    end
   end
   return spent, held
+end
+-- a budget's expired hold, remembered (KEYS[4]) and forgotten: its worst case, counted when it expired; nil when
+-- the store does not remember it
+local function gone_hold(hold_id)
+  local v = redis.call('HGET', KEYS[4], hold_id)
+  if not v then return nil end
+  redis.call('HDEL', KEYS[4], hold_id)
+  local needed = num(string.match(v, '^(%S+) '), 'budget hold')
+  if needed == nil then error('AGENTHUB_CORRUPT the budget hold row is corrupt', 0) end
+  return needed
 end
 local function limiter(now)
   local s = redis.call('HMGET', KEYS[1], 'r', 't', 'p')
@@ -45,7 +62,8 @@ local function keep(now, r, t, p)
   redis.call('PEXPIRE', KEYS[1], math.ceil((math.max(r, t, p) - now + 660) * 1000))
 end
 -- the budget scripts: KEYS[1] the account, KEYS[2] its holds, KEYS[3] the store's epoch hash (its 'epoch'
--- field, written when the store was first opened; a field per account that exists); ARGV[1] the epoch
+-- field, written when the store was first opened; a field per account that exists), KEYS[4] its expired holds
+-- (id -> 'worst-case when', kept a day for a late settlement); ARGV[1] the epoch
 -- this process opened the store with (taken off ARGV: the script's own arguments follow).  A store that
 -- lost its rows (a restart without persistence, a failover to a replica that lags, an eviction) must never
 -- start an account again from $0 without a word: it refuses.  An account that exists keeps a 'spent' field

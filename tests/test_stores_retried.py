@@ -1,0 +1,146 @@
+"""A budget's store calls done twice, or for a hold the store never wrote, count the money once: a retried Redis
+call (``?wait=``) whose first try was done but whose reply was lost, a hold refused on retry, a late settlement of
+an expired hold.  On every store (memory, SQLite, fakeredis), and against a real redis-server through a proxy
+that drops the reply."""
+
+import pytest
+
+from agenthub import Budget
+from agenthub.stores import MemoryStore, open_store
+
+from store_support import REDIS_SERVER, DroppingProxy, RedisServer
+
+
+def _fake_redis_store():
+    fakeredis = pytest.importorskip("fakeredis")
+    pytest.importorskip("lupa")
+    from agenthub.stores.redis import RedisStore
+
+    return RedisStore("redis://fake:6379/0", client=fakeredis.FakeRedis())
+
+
+@pytest.fixture(params=["memory", "sqlite", "fakeredis"])
+def store(request, tmp_path):
+    if request.param == "memory":
+        made = MemoryStore()
+    elif request.param == "sqlite":
+        made = open_store("sqlite:///" + str(tmp_path / "state.db"))
+    else:
+        made = _fake_redis_store()
+    yield made
+    made.close()
+
+
+def test_a_settlement_done_twice_counts_once(store):
+    assert store.budget_hold("k", 10.0, 1.0, "h1", 30) == (True, 0.0)
+    store.budget_finish("k", "h1", 1.0, 0.25)
+    store.budget_finish("k", "h1", 1.0, 0.25)  # (the same call again: its first try's reply was lost)
+    assert store.budget_totals("k") == (0.25, 0.0, 1)
+    assert store.budget_hold("k", 10.0, 1.0, "h2", 30) == (True, 0.25)
+    store.budget_finish("k", "h2", 1.0, None)
+    store.budget_finish("k", "h2", 1.0, None)  # a release done twice
+    assert store.budget_totals("k") == (0.25, 0.0, 1)
+    store.budget_finish("k", "never", 1.0, 0.5)  # a hold never written: nothing to settle
+    store.budget_finish("k", "never", 1.0, None)
+    assert store.budget_totals("k") == (0.25, 0.0, 1)
+
+
+def test_a_hold_done_twice_holds_once(store):
+    assert store.budget_hold("k", 1.0, 0.6, "h1", 30) == (True, 0.0)
+    assert store.budget_hold("k", 1.0, 0.6, "h1", 30) == (True, 0.0)  # not refused for holding itself
+    assert store.budget_totals("k") == (0.0, 0.6, 0)
+    store.budget_finish("k", "h1", 0.6, 0.5)
+    assert store.budget_totals("k") == (0.5, 0.0, 1)
+
+
+def test_a_late_settlement_of_an_expired_hold_puts_it_right_once(store):
+    if not store.leases:
+        pytest.skip("an in-process store's holds never expire")
+    import time
+
+    assert store.budget_hold("k", 10.0, 1.0, "gone", 0.05) == (True, 0.0)
+    deadline = time.monotonic() + 5
+    while store.budget_totals("k")[1] > 0:  # the unrenewed lease runs out: its worst case is counted
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert store.budget_totals("k") == (1.0, 0.0, 0)
+    store.budget_finish("k", "gone", 1.0, 0.25)
+    store.budget_finish("k", "gone", 1.0, 0.25)  # again: nothing more
+    assert store.budget_totals("k") == (0.25, 0.0, 1)
+
+
+needs_redis_server = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+
+
+@pytest.fixture
+def redis_server():
+    pytest.importorskip("redis")
+    with RedisServer() as server:
+        yield server
+
+
+@needs_redis_server
+@pytest.mark.parametrize("actual", [0.25, None])
+def test_a_settlement_whose_reply_was_lost_and_retried_counts_once(redis_server, actual):
+    direct = open_store(redis_server.url)
+    direct.budget_hold("acct", 10.0, 1.0, "h0", 30)
+    direct.budget_finish("acct", "h0", 1.0, 0.5)  # (the scripts loaded on the server; $0.50 spent)
+    proxy = DroppingProxy(redis_server.port, direct._scripts["budget_finish"].sha.encode())
+    budget = Budget(10.0, store=proxy.url + "?wait=5", key="acct")
+    try:
+        hold = budget.reserve("deepseek-v4-flash", 1000, 100)
+        needed = hold.needed_usd
+        if actual is None:
+            hold.release()
+        else:
+            hold.budget._settle(needed, actual, hold.hold_id)
+        assert proxy.dropped == 1  # the settlement was done, its reply lost, and the call retried
+        assert direct.budget_totals("acct") == ((0.5, 0.0, 1) if actual is None else (0.75, 0.0, 2))
+    finally:
+        budget.store.close()
+        proxy.close()
+        direct.close()
+
+
+@needs_redis_server
+def test_a_hold_whose_reply_was_lost_and_retried_is_held_once_not_refused(redis_server):
+    direct = open_store(redis_server.url)
+    direct.budget_hold("acct", 1.0, 0.0, "h0", 30)  # (the scripts loaded on the server)
+    direct.budget_finish("acct", "h0", 0.0, 0.0)
+    proxy = DroppingProxy(redis_server.port, direct._scripts["budget_hold"].sha.encode())
+    store = open_store(proxy.url + "?wait=5")
+    try:
+        # the only hold the account has room for: its retry must not count it against itself
+        assert store.budget_hold("acct", 1.0, 0.75, "h1", 30) == (True, 0.0)
+        assert proxy.dropped == 1
+        assert direct.budget_totals("acct") == (0.0, 0.75, 1)
+    finally:
+        store.close()
+        proxy.close()
+        direct.close()
+
+
+@needs_redis_server
+def test_a_hold_whose_reply_was_lost_is_let_go_not_left_to_count_its_worst_case(redis_server):
+    from agenthub.stores import StoreError
+
+    direct = open_store(redis_server.url)
+    direct.budget_hold("acct", 1.0, 0.0, "h0", 30)  # (the scripts loaded on the server)
+    direct.budget_finish("acct", "h0", 0.0, 0.0)
+    proxy = DroppingProxy(redis_server.port, direct._scripts["budget_hold"].sha.encode())
+    budget = Budget(1.0, store=proxy.url, key="acct")  # (no ?wait=: the lost reply is a StoreError)
+    try:
+        with pytest.raises(StoreError, match="is unreachable"):
+            budget.reserve("deepseek-v4-flash", 1000, 100)
+        assert proxy.dropped == 1
+        assert direct.budget_totals("acct") == (0.0, 0.0, 1)  # nothing held for the request never sent
+        assert budget._leases._ids == set()  # and no lease of it renewed
+    finally:
+        budget.store.close()
+        proxy.close()
+        direct.close()
+
+
+def test_a_request_that_held_nothing_is_counted(store):
+    store.budget_finish("k", "", 0.0, 0.0)  # (an unpriced model's request under allow_unpriced)
+    assert store.budget_totals("k") == (0.0, 0.0, 1)
