@@ -478,15 +478,15 @@ class RedisStore(Store):
         return [PREFIX + "journal:" + run_id, PREFIX + "journal:" + run_id + ":entries"]
 
     def journal_claim(self, run_id: str, owner: str, lease: float = 30.0, ttl: Optional[float] = None) -> Optional[float]:
-        left = self._run("journal_claim", self._journal_keys(run_id), [owner, repr(float(lease)),
-                                                                       "" if ttl is None else repr(float(ttl))])
+        left = self._run("journal_claim", self._journal_keys(run_id) + [PREFIX + "journals"],
+                         [owner, repr(float(lease)), "" if ttl is None else repr(float(ttl)), PREFIX + "journal:"])
         return None if left is None else self._f(left)
 
     def journal_open(self, run_id: str, owner: str, lease: float = 30.0,
                      ttl: Optional[float] = None) -> Tuple[Optional[float], List[str]]:
         """The claim and, when it holds, the entries: one Lua call."""
-        out = self._run("journal_open", self._journal_keys(run_id), [owner, repr(float(lease)),
-                                                                      "" if ttl is None else repr(float(ttl))])
+        out = self._run("journal_open", self._journal_keys(run_id) + [PREFIX + "journals"],
+                        [owner, repr(float(lease)), "" if ttl is None else repr(float(ttl)), PREFIX + "journal:"])
         if out[0] in (b"locked", "locked"):
             return self._f(out[1]), []
         return None, [row.decode("utf-8") if isinstance(row, bytes) else row for row in out[1:]]

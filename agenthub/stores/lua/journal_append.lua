@@ -20,13 +20,14 @@ if ARGV[5] == '1' then
 else
   redis.call('HSET', KEYS[1], 'entries', n + count, 'updated', fmt(now))
 end
-redis.call('ZADD', KEYS[3], now, ARGV[4])
 if ARGV[3] ~= '' then
   local ms = math.ceil(tonumber(ARGV[3]) * 1000)
   redis.call('PEXPIRE', KEYS[1], ms)
   redis.call('PEXPIRE', KEYS[2], ms)
+  redis.call('ZADD', KEYS[3], fmt(now + ms / 1000), ARGV[4])  -- (the index: scored by when the run goes)
 else
   redis.call('PERSIST', KEYS[1])
   redis.call('PERSIST', KEYS[2])
+  redis.call('ZADD', KEYS[3], 'inf', ARGV[4])
 end
 return {'ok', n + count}

@@ -84,3 +84,17 @@ local function kept()
   redis.call('HSETNX', KEYS[2], '.', '0 -')
   redis.call('HSET', KEYS[3], KEYS[1], '1')
 end
+-- the journal's claims (a run's start): up to 32 runs of the index (KEYS[3], scored by when the run's keys expire)
+-- past that time are looked at: out of the index when their keys are gone, scored again when not (renewed since)
+local function expire_runs(now, prefix)
+  for _, run in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', fmt(now), 'LIMIT', 0, 32)) do
+    local ms = redis.call('PTTL', prefix .. run)
+    if ms == -2 then
+      redis.call('ZREM', KEYS[3], run)
+    elseif ms == -1 then
+      redis.call('ZADD', KEYS[3], 'inf', run)
+    else
+      redis.call('ZADD', KEYS[3], fmt(now + ms / 1000), run)
+    end
+  end
+end
