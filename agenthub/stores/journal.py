@@ -155,4 +155,3 @@ class JournalRows(object):
     def _journal_expire(self) -> None:
         """(each claim: a run's start) the rows of runs past their ``ttl`` go, whichever run they are: a run never
         claimed again is forgotten all the same."""
-
