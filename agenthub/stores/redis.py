@@ -60,6 +60,18 @@ def lua_source(name: str) -> str:
     return data.decode("utf-8")
 
 
+#: the error replies that say the server did nothing and may do it soon: retried as an unreachable server is (up to
+#: the URL's ``?wait=``), then a retryable StoreError
+_TRANSIENT = {
+    "READONLY": "the server is a replica now (a failover?)",
+    "MASTERDOWN": "the replica lost its primary",
+    "TRYAGAIN": "the server asks to try again",
+    "BUSY": "the server is busy running another client's script",
+    "NOREPLICAS": "not enough replicas to take a write",
+    "LOADING": "the server is loading its data",
+}
+
+
 class _ErrorReply(str):
     """An error reply (RESP ``-``) read by ``_read_reply``: its text."""
 
@@ -175,6 +187,9 @@ class RedisStore(Store):
         self._response_error = redis.exceptions.ResponseError
         self._error = redis.exceptions.RedisError
         self._no_script = redis.exceptions.NoScriptError
+        self._transient_classes = tuple((getattr(redis.exceptions, name), code) for name, code in (
+            ("ReadOnlyError", "READONLY"), ("MasterDownError", "MASTERDOWN"), ("TryAgainError", "TRYAGAIN"))
+            if hasattr(redis.exceptions, name))
         try:
             self._client = client if client is not None else redis.Redis.from_url(base, socket_timeout=self.timeout,
                                                 socket_connect_timeout=self.timeout, decode_responses=False)
@@ -258,7 +273,9 @@ class RedisStore(Store):
         except self._no_script:
             pass  # (the client's way loads it again)
         except self._response_error as exc:
-            raise self._refused(exc)
+            if self._transient(exc) is None:
+                raise self._refused(exc)
+            self._drop(connection)  # (the client's way retries it, up to ?wait=)
         except self._redis_errors:
             pass  # (redis-py closed the connection: it connects again on its next use)
         return self._run(name, keys, args)
@@ -297,7 +314,9 @@ class RedisStore(Store):
                     reply = _read_reply(sock)
                     if not isinstance(reply, _ErrorReply):
                         return reply
-                    if not reply.startswith("NOSCRIPT"):
+                    if self._transient(reply) is not None:
+                        self._drop(connection)  # (the client's way retries it, up to ?wait=)
+                    elif not reply.startswith("NOSCRIPT"):
                         raise self._refused(reply)
                     connection = None  # (the server lost its scripts: the client's way loads it again)
             except (OSError, ValueError, IndexError, self._error):
@@ -347,9 +366,38 @@ class RedisStore(Store):
                                                     "it could not be read" if reading else "nothing was sent"),
                                  retryable=True)
             except self._response_error as exc:
-                raise self._refused(exc)
+                code = self._transient(exc)
+                if code is None:
+                    raise self._refused(exc)
+                if code == "READONLY":
+                    self._reconnect()  # (a failover: the host's name may lead to the new primary now)
+                if time.monotonic() < deadline:
+                    time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+                    continue
+                raise StoreError("store {!r} cannot do it now ({}: {}): nothing was done; the store URL's "
+                                 "?wait=SECONDS retries that long".format(self._shown, code, _TRANSIENT[code]),
+                                 retryable=True)
             except self._error as exc:
                 raise StoreError("store {!r}: {}".format(self._shown, type(exc).__name__))
+
+    def _transient(self, exc: Any) -> Optional[str]:
+        """The code of an error reply that says the server did nothing and may soon do it (``_TRANSIENT``), else
+        None."""
+        for kind, code in self._transient_classes:
+            if isinstance(exc, kind):
+                return code
+        word = str(exc).split(" ", 1)[0]
+        return word if word in _TRANSIENT else None
+
+    def _reconnect(self) -> None:
+        """Close the client's idle connections (the next command connects anew) and this thread's own."""
+        try:
+            self._client.connection_pool.disconnect()
+        except Exception:  # noqa: BLE001 - closing never raises
+            pass
+        connection = getattr(self._own_local, "connection", None)
+        if connection is not None:
+            self._drop(connection)
 
     def _refused(self, exc: Any) -> StoreError:
         """The StoreError of an error reply (a script's AGENTHUB_ error, or a key of another type)."""
@@ -364,8 +412,10 @@ class RedisStore(Store):
                 "keeps its rows (persistence, maxmemory-policy noeviction, or a database apart from the "
                 "response cache); a store opened anew starts from what the server holds now".format(
                     self._shown, detail[:200]))
-        return StoreError("store {!r} refused the operation ({}): a key holds data agenthub did not "
-                          "write?".format(self._shown, text[:160]))
+        if "WRONGTYPE" in text:
+            return StoreError("store {!r} refused the operation ({}): a key holds data agenthub did not "
+                              "write?".format(self._shown, text[:160]))
+        return StoreError("store {!r} refused the operation ({}): nothing was done".format(self._shown, text[:160]))
 
     def _run(self, name: str, keys: List[str], args: List[Any], reading: bool = False) -> Any:
         return self._attempt(reading, self._scripts[name], keys=keys, args=args)
