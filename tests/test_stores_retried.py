@@ -144,3 +144,27 @@ def test_a_hold_whose_reply_was_lost_is_let_go_not_left_to_count_its_worst_case(
 def test_a_request_that_held_nothing_is_counted(store):
     store.budget_finish("k", "", 0.0, 0.0)  # (an unpriced model's request under allow_unpriced)
     assert store.budget_totals("k") == (0.0, 0.0, 1)
+
+
+@needs_redis_server
+def test_a_corrupt_hold_refused_mid_sweep_leaves_the_account_as_it_was(redis_server):
+    """Redis keeps what a script wrote before its error: the sweep checks every hold before it changes any."""
+    import time
+
+    import redis
+
+    from agenthub.stores import StoreError
+
+    store = open_store(redis_server.url)
+    raw = redis.Redis.from_url(redis_server.url)
+    try:
+        assert store.budget_hold("acct", 10.0, 1.0, "expiring", 0.05) == (True, 0.0)
+        time.sleep(0.1)  # (its lease has run out: the next sweep counts it)
+        raw.hset("agenthub:1:holds:acct", "planted", "not a hold")
+        with pytest.raises(StoreError, match="the budget hold row is corrupt: refusing it"):
+            store.budget_totals("acct")
+        raw.hdel("agenthub:1:holds:acct", "planted")
+        assert store.budget_totals("acct") == (1.0, 0.0, 0)  # the expired hold's worst case, counted
+    finally:
+        raw.close()
+        store.close()

@@ -16,6 +16,8 @@ local function sweep(now)
   local expired = 0
   local held = 0
   local all = redis.call('HGETALL', KEYS[2])
+  local gone = {}
+  -- every hold checked before any is changed (a script's error keeps what it wrote before it)
   for i = 1, #all, 2 do
     local a, b = string.match(all[i + 1], '^(%S+) (%S+)$')
     local needed = num(a, 'budget hold')
@@ -23,20 +25,24 @@ local function sweep(now)
     if b ~= '-' and num(b, 'budget hold') < now then
       spent = spent + needed
       expired = expired + 1
-      redis.call('HDEL', KEYS[2], all[i])
-      redis.call('HSET', KEYS[4], all[i], fmt(needed) .. ' ' .. fmt(now))  -- remembered for a late settlement
+      table.insert(gone, all[i])
+      table.insert(gone, needed)
     else
       held = held + needed
     end
+  end
+  for i = 1, #gone, 2 do
+    redis.call('HDEL', KEYS[2], gone[i])
+    redis.call('HSET', KEYS[4], gone[i], fmt(gone[i + 1]) .. ' ' .. fmt(now))  -- remembered for a late settlement
   end
   if expired > 0 then
     redis.call('HSET', KEYS[1], 'spent', fmt(spent))
     redis.call('HINCRBY', KEYS[1], 'expired', expired)
     -- the expired holds remembered past GONE_SECONDS (a day) are forgotten
-    local gone = redis.call('HGETALL', KEYS[4])
-    for i = 1, #gone, 2 do
-      local when = tonumber(string.match(gone[i + 1], ' (%S+)$') or '')
-      if when == nil or when < now - 86400 then redis.call('HDEL', KEYS[4], gone[i]) end
+    local old = redis.call('HGETALL', KEYS[4])
+    for i = 1, #old, 2 do
+      local when = tonumber(string.match(old[i + 1], ' (%S+)$') or '')
+      if when == nil or when < now - 86400 then redis.call('HDEL', KEYS[4], old[i]) end
     end
   end
   return spent, held
@@ -46,9 +52,9 @@ end
 local function gone_hold(hold_id)
   local v = redis.call('HGET', KEYS[4], hold_id)
   if not v then return nil end
-  redis.call('HDEL', KEYS[4], hold_id)
   local needed = num(string.match(v, '^(%S+) '), 'budget hold')
   if needed == nil then error('AGENTHUB_CORRUPT the budget hold row is corrupt', 0) end
+  redis.call('HDEL', KEYS[4], hold_id)
   return needed
 end
 local function limiter(now)
