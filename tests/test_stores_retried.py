@@ -168,3 +168,25 @@ def test_a_corrupt_hold_refused_mid_sweep_leaves_the_account_as_it_was(redis_ser
     finally:
         raw.close()
         store.close()
+
+
+@needs_redis_server
+def test_a_charge_whose_reply_was_lost_and_retried_counts_once(redis_server):
+    import redis
+
+    direct = open_store(redis_server.url)
+    direct.budget_charge("acct", 0.5)  # (the scripts loaded on the server)
+    proxy = DroppingProxy(redis_server.port, direct._scripts["budget_charge"].sha.encode())
+    budget = Budget(10.0, store=proxy.url + "?wait=5", key="acct")
+    raw = redis.Redis.from_url(redis_server.url)
+    try:
+        budget.charge(0.25)
+        assert proxy.dropped == 1
+        assert direct.budget_totals("acct") == (0.75, 0.0, 0)
+        marks = raw.keys("agenthub:1:charged:*")
+        assert len(marks) == 2 and all(0 < raw.pttl(mark) <= 70000 for mark in marks)  # (gone after 2 * wait + 60 s)
+    finally:
+        raw.close()
+        budget.store.close()
+        proxy.close()
+        direct.close()

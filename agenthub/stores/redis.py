@@ -502,7 +502,9 @@ class RedisStore(Store):
         self._run("budget_renew", self._budget_keys(key), [self._epoch] + [repr(float(lease))] + list(hold_ids))
 
     def budget_charge(self, key: str, usd: float) -> None:
-        self._run("budget_charge", self._budget_keys(key), [self._epoch] + [repr(float(usd))])
+        # (a mark of this charge, named once: the call retried under ?wait= after its reply was lost charges once)
+        self._run("budget_charge", self._budget_keys(key) + [PREFIX + "charged:" + secrets.token_hex(16)],
+                  [self._epoch, repr(float(usd)), str(int((2 * self.wait + 60) * 1000))])
 
     def budget_totals(self, key: str) -> Tuple[float, float, int]:
         spent, held, requests = self._run("budget_totals", self._budget_keys(key), [self._epoch], reading=True)
