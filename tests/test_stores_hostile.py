@@ -92,3 +92,24 @@ def test_a_limiter_row_that_says_to_wait_for_ages_is_a_store_error_not_an_overfl
 
     RateLimiter(store=store, sleep=sleep).acquire()  # and so is the longest pause
     assert slept == [3600.0, 600.0]
+
+
+def test_a_redis_cache_size_row_that_is_not_a_number_counts_as_nothing_as_on_sqlite():
+    """As SQLite's: a size that is not a number is no size (the entry is evicted in its turn), never a store that
+    refuses every answer after it."""
+    fakeredis = pytest.importorskip("fakeredis")
+    pytest.importorskip("lupa")
+    from agenthub.stores.redis import RedisStore
+
+    raw = fakeredis.FakeRedis()
+    store = RedisStore("redis://fake:6379/0", client=raw)
+    try:
+        store.cache_put("a", b"x" * 100, None, 10000)
+        raw.hset("agenthub:1:cachesizes:60", "a", "big")  # (the index of the bound 60, as another writer left it)
+        raw.zadd("agenthub:1:cacheindex:60", {"a": 0})
+        raw.hset("agenthub:1:cachesizes:60", "", "lots")
+        store.cache_put("b", b"y" * 50, None, 60)
+        store.cache_put("c", b"z" * 50, None, 60)  # past the bound: "a" goes first, then "b"
+        assert (store.cache_get("a"), store.cache_get("b"), store.cache_get("c")) == (None, None, b"z" * 50)
+    finally:
+        store.close()
