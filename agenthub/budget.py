@@ -195,13 +195,16 @@ class Budget(object):
 
     def _finish(self, hold_id: str, held: float, actual: Optional[float]) -> None:
         # (a hold the store no longer has expired and was counted whole: the store puts the difference right;
-        # a store that cannot be reached now raises StoreError, and the hold, no longer renewed, expires and
-        # counts its whole worst case)
+        # a store that cannot be reached now raises StoreError, and the lease thread keeps the hold renewed and
+        # settles it once the store answers: done twice, a settlement counts once)
         try:
             self.store.budget_finish(self.key, hold_id, held, actual)
-        finally:
+        except AgentHubError:
             if self._leases is not None and hold_id:
-                self._leases.discard(hold_id)
+                self._leases.settle_later(hold_id, held, actual)
+            raise
+        if self._leases is not None and hold_id:
+            self._leases.discard(hold_id)
 
     def __reduce__(self) -> Any:
         if self.store.shared:  # a copy in another process draws from the same shared account

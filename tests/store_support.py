@@ -149,13 +149,14 @@ def hold_and_wait(store, ready_path, lease):
 class DroppingProxy(object):
     """A TCP proxy on 127.0.0.1 to a Redis server that, once, forwards a command holding ``marker`` (bytes: a
     script's sha) to the server, reads the server's reply and closes the client's connection instead of passing
-    the reply on: the command was done, its reply lost (a connection reset, a timeout).  Threads: one accepting,
+    the reply on: the command was done, its reply lost (a connection reset, a timeout); ``forward=False``: closes
+    it without sending the command on (the server never saw it).  Threads: one accepting,
     one per connection; all ended by ``close``."""
 
-    def __init__(self, port, marker):
+    def __init__(self, port, marker, forward=True):
         import threading
 
-        self.port, self.marker, self.dropped = port, marker, 0
+        self.port, self.marker, self.dropped, self.forward = port, marker, 0, forward
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(16)
@@ -194,11 +195,13 @@ class DroppingProxy(object):
                 data = client.recv(65536)
                 if not data:
                     return
-                upstream.sendall(data)
-                reply = upstream.recv(65536)
                 with self.lock:
                     drop = self.marker in data and not self.dropped
                     self.dropped += drop
+                if drop and not self.forward:
+                    return  # (not sent: the server never saw it)
+                upstream.sendall(data)
+                reply = upstream.recv(65536)
                 if drop:
                     return
                 client.sendall(reply)

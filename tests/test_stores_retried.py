@@ -190,3 +190,39 @@ def test_a_charge_whose_reply_was_lost_and_retried_counts_once(redis_server):
         budget.store.close()
         proxy.close()
         direct.close()
+
+
+@needs_redis_server
+def test_a_settlement_the_store_did_not_take_is_taken_later_by_the_lease_thread(redis_server, monkeypatch):
+    """A settlement cut before it reached the server (StoreError to the caller) is not left to expire and count the
+    hold's worst case: the lease thread keeps the hold renewed and settles it once the store answers."""
+    import threading
+    import time
+
+    import agenthub.budget
+    from agenthub.stores import StoreError
+
+    monkeypatch.setattr(agenthub.budget, "LEASE_SECONDS", 0.6)  # (renewed, and the settlement tried, every 0.2 s)
+    direct = open_store(redis_server.url)
+    direct.budget_hold("acct", 10.0, 1.0, "h0", 30)
+    direct.budget_finish("acct", "h0", 1.0, 0.5)  # (the scripts loaded on the server; $0.50 spent)
+    proxy = DroppingProxy(redis_server.port, direct._scripts["budget_finish"].sha.encode(), forward=False)
+    budget = Budget(10.0, store=proxy.url, key="acct")
+    try:
+        hold = budget.reserve("deepseek-v4-flash", 1000, 100)
+        with pytest.raises(StoreError, match="is unreachable"):
+            hold.budget._settle(hold.needed_usd, 0.25, hold.hold_id)
+        assert proxy.dropped == 1
+        deadline = time.monotonic() + 10
+        while direct.budget_totals("acct") != (0.75, 0.0, 2):
+            assert time.monotonic() < deadline, direct.budget_totals("acct")
+            time.sleep(0.05)
+        time.sleep(1.0)  # (past the lease: nothing expires, nothing more is counted)
+        assert direct.budget_totals("acct") == (0.75, 0.0, 2)
+        assert budget._leases._ids == set()
+        for thread in [t for t in threading.enumerate() if t.name == "agenthub-lease"]:
+            thread.join(10)  # (it lingers one period, then ends)
+    finally:
+        budget.store.close()
+        proxy.close()
+        direct.close()

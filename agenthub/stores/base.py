@@ -22,6 +22,7 @@ import math
 import os
 import re
 import threading
+import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import AgentHubError, ConfigError
@@ -392,12 +393,19 @@ class _Leases(object):
                     idle = False
                     period = min(r.lease for r in live) / 3.0
                 self.cond.wait(period)
-                work = [(r, list(r._ids)) for r in self.renewers if r._ids]
-            for renewer, ids in work:
+                work = [(r, list(r._ids), dict(r._later)) for r in self.renewers if r._ids]
+            for renewer, ids, later in work:
                 try:
                     renewer.store.budget_renew(renewer.key, ids, renewer.lease)
                 except AgentHubError:
                     pass  # unreachable for now: the next round tries again (past the lease, the holds count)
+                for hold_id, (needed, actual, since) in later.items():
+                    try:
+                        renewer.store.budget_finish(renewer.key, hold_id, needed, actual)
+                    except AgentHubError:
+                        if time.monotonic() - since < GONE_SECONDS:
+                            continue  # the next round tries again (the store remembers an expired hold a day)
+                    renewer.discard(hold_id)
 
 
     def reset(self) -> None:
@@ -421,6 +429,7 @@ class Renewer(object):
         self.key = key
         self.lease = lease
         self._ids = set()  # type: set
+        self._later = {}  # type: Dict[str, Tuple[float, Optional[float], float]]  # unsettled: (needed, actual, since)
         self._pid = None  # type: Optional[int]
 
     @property
@@ -430,10 +439,21 @@ class Renewer(object):
     def add(self, hold_id: str) -> None:
         with _LEASES.cond:
             if self._pid != os.getpid():  # a forked child: the parent's holds are not its own
-                self._pid, self._ids = os.getpid(), set()
+                self._pid, self._ids, self._later = os.getpid(), set(), {}
             self._ids.add(hold_id)
+            _LEASES.wake(self)
+
+    def settle_later(self, hold_id: str, needed: float, actual: Optional[float]) -> None:
+        """A settlement (``actual``; None: a release) the store did not take: the hold stays renewed and the lease
+        thread settles it each round until the store takes it (a day at most)."""
+        with _LEASES.cond:
+            if self._pid != os.getpid():
+                self._pid, self._ids, self._later = os.getpid(), set(), {}
+            self._ids.add(hold_id)
+            self._later[hold_id] = (needed, actual, time.monotonic())
             _LEASES.wake(self)
 
     def discard(self, hold_id: str) -> None:
         with _LEASES.cond:
             self._ids.discard(hold_id)
+            self._later.pop(hold_id, None)
