@@ -10,8 +10,9 @@ URL: ``redis://[[user]:password@]host[:port][/db][?timeout=S&wait=S]`` (``rediss
 retrying while the server is unreachable.  When the server cannot be reached (at open, or mid-run),
 the limiter and the budget raise ``StoreError`` (retryable) and the request is not sent: the default
 fails closed, never letting a call through unpaced or unbudgeted.  ``?wait=30`` rides out a restart
-of up to 30 s instead.  A budget hold whose settlement could not reach the server keeps its lease
-until it expires (then its whole worst case counts as spent).
+of up to 30 s instead.  A budget hold whose settlement could not reach the server stays renewed and
+the process's lease thread settles it once the server answers.  A script retried after its reply was lost
+(under ``?wait=``) counts once: a hold, a settlement and a charge are each done once.
 
 A budget's rows must not vanish: the store keeps an epoch (``agenthub:1:epoch``, written when the store is
 first opened, with a mark per budget account), and every budget script refuses (StoreError) when the epoch
