@@ -226,3 +226,37 @@ def test_a_settlement_the_store_did_not_take_is_taken_later_by_the_lease_thread(
         budget.store.close()
         proxy.close()
         direct.close()
+
+
+def test_the_lease_thread_outlives_a_store_error_that_is_not_a_store_error(monkeypatch):
+    """redis-py, its connection closed under it by another thread, raises ValueError or AttributeError: the one thread
+    renewing every hold of the process goes on (else every hold would expire and count its worst case)."""
+    import threading
+    import time
+
+    import agenthub.budget
+
+    class Flaky(MemoryStore):
+        leases = True
+
+        def __init__(self):
+            super(Flaky, self).__init__()
+            self.renewals = 0
+
+        def budget_renew(self, key, hold_ids, lease):
+            self.renewals += 1
+            if self.renewals == 1:
+                raise ValueError("I/O operation on closed file.")
+            super(Flaky, self).budget_renew(key, hold_ids, lease)
+
+    monkeypatch.setattr(agenthub.budget, "LEASE_SECONDS", 0.3)  # (renewed every 0.1 s)
+    store = Flaky()
+    budget = Budget(1.0, store=store)
+    hold = budget.reserve("deepseek-v4-flash", 1000, 100)
+    deadline = time.monotonic() + 10
+    while store.renewals < 3:
+        assert time.monotonic() < deadline, "the lease thread stopped renewing"
+        time.sleep(0.02)
+    hold.release()
+    for thread in [t for t in threading.enumerate() if t.name == "agenthub-lease"]:
+        thread.join(10)

@@ -391,10 +391,11 @@ class RedisStore(Store):
         return word if word in _TRANSIENT else None
 
     def _reconnect(self) -> None:
-        """Close the client's idle connections (the next command connects anew) and this thread's own."""
+        """Close the client's idle connections (the next command connects anew; never one another thread is using)
+        and this thread's own."""
         try:
-            self._client.connection_pool.disconnect()
-        except Exception:  # noqa: BLE001 - closing never raises
+            self._client.connection_pool.disconnect(inuse_connections=False)
+        except Exception:  # noqa: BLE001 - closing never raises (a pool without that choice: left as it is)
             pass
         connection = getattr(self._own_local, "connection", None)
         if connection is not None:
