@@ -82,6 +82,28 @@ def killed_after(script, args, env, lines):
         child.stdout.close()
 
 
+def fake_redis_store():
+    """A RedisStore on fakeredis (its Lua scripts run by lupa); the test is skipped without them."""
+    import pytest
+
+    fakeredis = pytest.importorskip("fakeredis")
+    pytest.importorskip("lupa")  # fakeredis runs Lua scripts with it
+    from agenthub.stores.redis import RedisStore
+
+    return RedisStore("redis://fake:6379/0", client=fakeredis.FakeRedis())
+
+
+def made_store(kind, tmp_path):
+    """A store of ``kind``: "memory", "sqlite" (a file in ``tmp_path``) or "fakeredis"."""
+    from agenthub.stores import MemoryStore, open_store
+
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        return open_store("sqlite:///" + str(tmp_path / "state.db"))
+    return fake_redis_store()
+
+
 # -- worker processes (module-level functions: multiprocessing spawn imports them by name) -------------
 
 def _user(text):

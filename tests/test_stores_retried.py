@@ -3,32 +3,37 @@ call (``?wait=``) whose first try was done but whose reply was lost, a hold refu
 an expired hold.  On every store (memory, SQLite, fakeredis), and against a real redis-server through a proxy
 that drops the reply."""
 
+import contextlib
+
 import pytest
 
 from agenthub import Budget
 from agenthub.stores import MemoryStore, open_store
 
-from store_support import REDIS_SERVER, DroppingProxy, RedisServer
-
-
-def _fake_redis_store():
-    fakeredis = pytest.importorskip("fakeredis")
-    pytest.importorskip("lupa")
-    from agenthub.stores.redis import RedisStore
-
-    return RedisStore("redis://fake:6379/0", client=fakeredis.FakeRedis())
+from store_support import REDIS_SERVER, DroppingProxy, RedisServer, made_store
 
 
 @pytest.fixture(params=["memory", "sqlite", "fakeredis"])
 def store(request, tmp_path):
-    if request.param == "memory":
-        made = MemoryStore()
-    elif request.param == "sqlite":
-        made = open_store("sqlite:///" + str(tmp_path / "state.db"))
-    else:
-        made = _fake_redis_store()
+    made = made_store(request.param, tmp_path)
     yield made
     made.close()
+
+
+@contextlib.contextmanager
+def _proxied(server, script, spent=0.0, forward=True):
+    """(a store straight to ``server``, a DroppingProxy whose one drop is the next run of ``script``): the account
+    "acct" made, ``spent`` spent, and every budget script loaded on the server first."""
+    direct = open_store(server.url)
+    direct.budget_hold("acct", 10.0, 0.0, "h0", 30)
+    direct.budget_finish("acct", "h0", 0.0, spent)
+    direct.budget_charge("acct", 0.0)
+    proxy = DroppingProxy(server.port, direct._scripts[script].sha.encode(), forward=forward)
+    try:
+        yield direct, proxy
+    finally:
+        proxy.close()
+        direct.close()
 
 
 def test_a_settlement_done_twice_counts_once(store):
@@ -82,63 +87,40 @@ def redis_server():
 @needs_redis_server
 @pytest.mark.parametrize("actual", [0.25, None])
 def test_a_settlement_whose_reply_was_lost_and_retried_counts_once(redis_server, actual):
-    direct = open_store(redis_server.url)
-    direct.budget_hold("acct", 10.0, 1.0, "h0", 30)
-    direct.budget_finish("acct", "h0", 1.0, 0.5)  # (the scripts loaded on the server; $0.50 spent)
-    proxy = DroppingProxy(redis_server.port, direct._scripts["budget_finish"].sha.encode())
-    budget = Budget(10.0, store=proxy.url + "?wait=5", key="acct")
-    try:
-        hold = budget.reserve("deepseek-v4-flash", 1000, 100)
-        needed = hold.needed_usd
-        if actual is None:
-            hold.release()
-        else:
-            hold.budget._settle(needed, actual, hold.hold_id)
-        assert proxy.dropped == 1  # the settlement was done, its reply lost, and the call retried
-        assert direct.budget_totals("acct") == ((0.5, 0.0, 1) if actual is None else (0.75, 0.0, 2))
-    finally:
-        budget.store.close()
-        proxy.close()
-        direct.close()
+    with _proxied(redis_server, "budget_finish", spent=0.5) as (direct, proxy):
+        budget = Budget(10.0, store=proxy.url + "?wait=5", key="acct")
+        with contextlib.closing(budget.store):
+            hold = budget.reserve("deepseek-v4-flash", 1000, 100)
+            if actual is None:
+                hold.release()
+            else:
+                hold.budget._settle(hold.needed_usd, actual, hold.hold_id)
+            assert proxy.dropped == 1  # the settlement was done, its reply lost, and the call retried
+            assert direct.budget_totals("acct") == ((0.5, 0.0, 1) if actual is None else (0.75, 0.0, 2))
 
 
 @needs_redis_server
 def test_a_hold_whose_reply_was_lost_and_retried_is_held_once_not_refused(redis_server):
-    direct = open_store(redis_server.url)
-    direct.budget_hold("acct", 1.0, 0.0, "h0", 30)  # (the scripts loaded on the server)
-    direct.budget_finish("acct", "h0", 0.0, 0.0)
-    proxy = DroppingProxy(redis_server.port, direct._scripts["budget_hold"].sha.encode())
-    store = open_store(proxy.url + "?wait=5")
-    try:
+    with _proxied(redis_server, "budget_hold") as (direct, proxy), \
+            contextlib.closing(open_store(proxy.url + "?wait=5")) as store:
         # the only hold the account has room for: its retry must not count it against itself
         assert store.budget_hold("acct", 1.0, 0.75, "h1", 30) == (True, 0.0)
         assert proxy.dropped == 1
         assert direct.budget_totals("acct") == (0.0, 0.75, 1)
-    finally:
-        store.close()
-        proxy.close()
-        direct.close()
 
 
 @needs_redis_server
 def test_a_hold_whose_reply_was_lost_is_let_go_not_left_to_count_its_worst_case(redis_server):
     from agenthub.stores import StoreError
 
-    direct = open_store(redis_server.url)
-    direct.budget_hold("acct", 1.0, 0.0, "h0", 30)  # (the scripts loaded on the server)
-    direct.budget_finish("acct", "h0", 0.0, 0.0)
-    proxy = DroppingProxy(redis_server.port, direct._scripts["budget_hold"].sha.encode())
-    budget = Budget(1.0, store=proxy.url, key="acct")  # (no ?wait=: the lost reply is a StoreError)
-    try:
-        with pytest.raises(StoreError, match="is unreachable"):
-            budget.reserve("deepseek-v4-flash", 1000, 100)
-        assert proxy.dropped == 1
-        assert direct.budget_totals("acct") == (0.0, 0.0, 1)  # nothing held for the request never sent
-        assert budget._leases._ids == set()  # and no lease of it renewed
-    finally:
-        budget.store.close()
-        proxy.close()
-        direct.close()
+    with _proxied(redis_server, "budget_hold") as (direct, proxy):
+        budget = Budget(1.0, store=proxy.url, key="acct")  # (no ?wait=: the lost reply is a StoreError)
+        with contextlib.closing(budget.store):
+            with pytest.raises(StoreError, match="is unreachable"):
+                budget.reserve("deepseek-v4-flash", 1000, 100)
+            assert proxy.dropped == 1
+            assert direct.budget_totals("acct") == (0.0, 0.0, 1)  # nothing held for the request never sent
+            assert budget._leases._ids == set()  # and no lease of it renewed
 
 
 def test_a_request_that_held_nothing_is_counted(store):
@@ -174,22 +156,15 @@ def test_a_corrupt_hold_refused_mid_sweep_leaves_the_account_as_it_was(redis_ser
 def test_a_charge_whose_reply_was_lost_and_retried_counts_once(redis_server):
     import redis
 
-    direct = open_store(redis_server.url)
-    direct.budget_charge("acct", 0.5)  # (the scripts loaded on the server)
-    proxy = DroppingProxy(redis_server.port, direct._scripts["budget_charge"].sha.encode())
-    budget = Budget(10.0, store=proxy.url + "?wait=5", key="acct")
-    raw = redis.Redis.from_url(redis_server.url)
-    try:
-        budget.charge(0.25)
+    with _proxied(redis_server, "budget_charge", spent=0.5) as (direct, proxy), \
+            contextlib.closing(redis.Redis.from_url(redis_server.url)) as raw:
+        budget = Budget(10.0, store=proxy.url + "?wait=5", key="acct")
+        with contextlib.closing(budget.store):
+            budget.charge(0.25)
         assert proxy.dropped == 1
-        assert direct.budget_totals("acct") == (0.75, 0.0, 0)
+        assert direct.budget_totals("acct") == (0.75, 0.0, 1)
         marks = raw.keys("agenthub:1:charged:*")
         assert len(marks) == 2 and all(0 < raw.pttl(mark) <= 70000 for mark in marks)  # (gone after 2 * wait + 60 s)
-    finally:
-        raw.close()
-        budget.store.close()
-        proxy.close()
-        direct.close()
 
 
 @needs_redis_server
@@ -203,29 +178,22 @@ def test_a_settlement_the_store_did_not_take_is_taken_later_by_the_lease_thread(
     from agenthub.stores import StoreError
 
     monkeypatch.setattr(agenthub.budget, "LEASE_SECONDS", 0.6)  # (renewed, and the settlement tried, every 0.2 s)
-    direct = open_store(redis_server.url)
-    direct.budget_hold("acct", 10.0, 1.0, "h0", 30)
-    direct.budget_finish("acct", "h0", 1.0, 0.5)  # (the scripts loaded on the server; $0.50 spent)
-    proxy = DroppingProxy(redis_server.port, direct._scripts["budget_finish"].sha.encode(), forward=False)
-    budget = Budget(10.0, store=proxy.url, key="acct")
-    try:
-        hold = budget.reserve("deepseek-v4-flash", 1000, 100)
-        with pytest.raises(StoreError, match="is unreachable"):
-            hold.budget._settle(hold.needed_usd, 0.25, hold.hold_id)
-        assert proxy.dropped == 1
-        deadline = time.monotonic() + 10
-        while direct.budget_totals("acct") != (0.75, 0.0, 2):
-            assert time.monotonic() < deadline, direct.budget_totals("acct")
-            time.sleep(0.05)
-        time.sleep(1.0)  # (past the lease: nothing expires, nothing more is counted)
-        assert direct.budget_totals("acct") == (0.75, 0.0, 2)
-        assert budget._leases._ids == set()
-        for thread in [t for t in threading.enumerate() if t.name == "agenthub-lease"]:
-            thread.join(10)  # (it lingers one period, then ends)
-    finally:
-        budget.store.close()
-        proxy.close()
-        direct.close()
+    with _proxied(redis_server, "budget_finish", spent=0.5, forward=False) as (direct, proxy):
+        budget = Budget(10.0, store=proxy.url, key="acct")
+        with contextlib.closing(budget.store):
+            hold = budget.reserve("deepseek-v4-flash", 1000, 100)
+            with pytest.raises(StoreError, match="is unreachable"):
+                hold.budget._settle(hold.needed_usd, 0.25, hold.hold_id)
+            assert proxy.dropped == 1
+            deadline = time.monotonic() + 10
+            while direct.budget_totals("acct") != (0.75, 0.0, 2):
+                assert time.monotonic() < deadline, direct.budget_totals("acct")
+                time.sleep(0.05)
+            time.sleep(1.0)  # (past the lease: nothing expires, nothing more is counted)
+            assert direct.budget_totals("acct") == (0.75, 0.0, 2)
+            assert budget._leases._ids == set()
+            for thread in [t for t in threading.enumerate() if t.name == "agenthub-lease"]:
+                thread.join(10)  # (it lingers one period, then ends)
 
 
 def test_the_lease_thread_outlives_a_store_error_that_is_not_a_store_error(monkeypatch):
