@@ -8,7 +8,7 @@ import contextlib
 import pytest
 
 from agenthub import Budget
-from agenthub.stores import MemoryStore, open_store
+from agenthub.stores import MemoryStore, StoreError, open_store
 
 from store_support import REDIS_SERVER, DroppingProxy, RedisServer, made_store
 
@@ -228,3 +228,31 @@ def test_the_lease_thread_outlives_a_store_error_that_is_not_a_store_error(monke
     hold.release()
     for thread in [t for t in threading.enumerate() if t.name == "agenthub-lease"]:
         thread.join(10)
+
+
+@needs_redis_server
+@pytest.mark.parametrize("finish", [False, True])
+def test_a_journal_write_whose_reply_was_lost_is_written_once_not_refused(redis_server, finish):
+    """The journal's append goes again the client's way when its own connection fails: when the first try was
+    done (its reply lost), the same entries at the same numbers are there: done, not "two writers?"."""
+    direct = open_store(redis_server.url)
+    assert direct.journal_claim("warm", "w0") is None
+    direct.journal_append("warm", "w0", 0, "{}")  # (the script loaded on the server)
+    proxy = DroppingProxy(redis_server.port, direct._scripts["journal_append"].sha.encode())
+    store = open_store(proxy.url)
+    try:
+        assert store.journal_claim("run-1", "w1") is None
+        (store.journal_finish if finish else store.journal_append_many)("run-1", "w1", 0, ['{"n": 0}', '{"n": 1}'])
+        assert proxy.dropped == 1
+        assert direct.journal_entries("run-1") == ['{"n": 0}', '{"n": 1}']
+        if finish:
+            assert direct.journal_claim("run-1", "w2") is None  # the lease was let go
+        else:
+            store.journal_append("run-1", "w1", 2, '{"n": 2}')
+            assert direct.journal_entries("run-1") == ['{"n": 0}', '{"n": 1}', '{"n": 2}']
+        with pytest.raises(StoreError, match="entry 0 written where entry 3 is next|no longer holds its lease"):
+            store.journal_append("run-1", "w1", 0, '{"n": 9}')  # (other entries at those numbers: still refused)
+    finally:
+        store.close()
+        proxy.close()
+        direct.close()
