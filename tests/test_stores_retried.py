@@ -256,3 +256,47 @@ def test_a_journal_write_whose_reply_was_lost_is_written_once_not_refused(redis_
         store.close()
         proxy.close()
         direct.close()
+
+
+def test_a_store_failing_at_a_call_s_end_still_lets_every_other_hook_end_the_call():
+    """Every hook's on_done runs, whatever one raises: the budget's settlement failing on its store (a Redis blip)
+    skipped the limiter's settlement and every hook after it (the caller's own too); the first error is raised after
+    all ran.  And the other way round: the limiter's store failing no longer skips the budget's settlement."""
+    from agenthub import AutoLLMClient, RateLimiter
+    from agenthub.attempts import AttemptHook
+
+    from jobs_server import JobServer
+
+    blip = StoreError("store 'redis://h:1/0' is unreachable (ConnectionError)", retryable=True)
+
+    class BudgetBlip(MemoryStore):
+        def budget_finish(self, key, hold_id, needed, actual):
+            raise blip
+
+    class LimiterBlip(MemoryStore):
+        shared = True
+
+        def limiter_adjust(self, key, seconds):
+            raise blip
+
+    class Seen(AttemptHook):
+        def __init__(self):
+            self.done = []
+
+        def on_done(self, attempt):
+            self.done.append(attempt.usage is not None)
+
+    user = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
+    with JobServer() as server:
+        limiter, seen = RateLimiter(tpm=1_000_000), Seen()
+        client = AutoLLMClient("deepseek-v4-flash", client_type="openai-chat", base_url=server.base_url, api_key="k",
+                               limiter=limiter, budget=Budget(1.0, store=BudgetBlip()), hooks=[seen])
+        with pytest.raises(StoreError, match="is unreachable"):
+            client.response(user, {"max_tokens": 50})
+        assert limiter.tokens == 15 and seen.done == [True]  # (the server's usage: 10 + 5 tokens)
+        budget = Budget(1.0)
+        client = AutoLLMClient("deepseek-v4-flash", client_type="openai-chat", base_url=server.base_url, api_key="k",
+                               limiter=RateLimiter(tpm=1_000_000, store=LimiterBlip()), budget=budget)
+        with pytest.raises(StoreError, match="is unreachable"):
+            client.response(user, {"max_tokens": 50})
+        assert budget.reserved_usd == 0.0 and budget.requests == 1 and budget.spent_usd > 0
