@@ -213,9 +213,13 @@ class Budget(object):
                           "give each process its own Budget, or share one store: Budget(max_usd, store=URL)")
 
     def __repr__(self) -> str:
-        spent, held, _ = self.store.budget_totals(self.key)
-        return "Budget(max_usd={:g}, spent_usd={:g}, reserved_usd={:g}{})".format(
-            self.max_usd, spent, held, ", store={!r}, key={!r}".format(self.store.url, self.key)
+        try:
+            spent, held, _ = self.store.budget_totals(self.key)
+            totals = "spent_usd={:g}, reserved_usd={:g}".format(spent, held)
+        except AgentHubError as exc:  # (a repr never raises: logs and tracebacks show it)
+            totals = "spent_usd=?, reserved_usd=? (the store cannot answer: {})".format(type(exc).__name__)
+        return "Budget(max_usd={:g}, {}{})".format(
+            self.max_usd, totals, ", store={!r}, key={!r}".format(self.store.url, self.key)
             if self.store.shared else "")
 
 

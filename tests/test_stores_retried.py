@@ -300,3 +300,16 @@ def test_a_store_failing_at_a_call_s_end_still_lets_every_other_hook_end_the_cal
         with pytest.raises(StoreError, match="is unreachable"):
             client.response(user, {"max_tokens": 50})
         assert budget.reserved_usd == 0.0 and budget.requests == 1 and budget.spent_usd > 0
+
+
+def test_a_budget_s_repr_never_raises_when_its_store_cannot_answer():
+    class Down(MemoryStore):
+        url = "redis://***@h:1/0"
+        shared = True
+
+        def budget_totals(self, key):
+            raise StoreError("store 'redis://***@h:1/0' is unreachable (ConnectionError)", retryable=True)
+
+    assert repr(Budget(2.0, store=Down(), key="team")) == (
+        "Budget(max_usd=2, spent_usd=?, reserved_usd=? (the store cannot answer: StoreError), "
+        "store='redis://***@h:1/0', key='team')")
