@@ -163,12 +163,11 @@ class Budget(object):
             ok, held = self.store.budget_hold(self.key, self.max_usd, needed, hold_id,
                                               None if self._leases is None else self._leases.lease)
         except AgentHubError:
-            # the store may have held it and its answer been lost (a connection cut, a timeout): let it go now,
-            # not left to expire and count its worst case for a request never sent (a hold never written: nothing)
-            try:
-                self.store.budget_finish(self.key, hold_id, needed, None)
-            except AgentHubError:
-                pass  # (unreachable: the hold, if it was written, expires with its lease)
+            # the store may have held it and its answer been lost (a connection cut, a timeout): the lease thread
+            # lets it go as soon as the store answers, not left to expire and count its worst case for a request
+            # never sent (a hold never written: nothing to let go)
+            if self._leases is not None:
+                self._leases.settle_later(hold_id, needed, None)
             raise
         if not ok:
             raise BudgetExceededError(

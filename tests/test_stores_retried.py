@@ -110,8 +110,12 @@ def test_a_hold_whose_reply_was_lost_and_retried_is_held_once_not_refused(redis_
 
 
 @needs_redis_server
-def test_a_hold_whose_reply_was_lost_is_let_go_not_left_to_count_its_worst_case(redis_server):
-    from agenthub.stores import StoreError
+def test_a_hold_whose_reply_was_lost_is_let_go_not_left_to_count_its_worst_case(redis_server, monkeypatch):
+    import time
+
+    import agenthub.budget
+
+    monkeypatch.setattr(agenthub.budget, "LEASE_SECONDS", 0.6)  # (the lease thread's round: every 0.2 s)
 
     with _proxied(redis_server, "budget_hold") as (direct, proxy):
         budget = Budget(1.0, store=proxy.url, key="acct")  # (no ?wait=: the lost reply is a StoreError)
@@ -119,8 +123,13 @@ def test_a_hold_whose_reply_was_lost_is_let_go_not_left_to_count_its_worst_case(
             with pytest.raises(StoreError, match="is unreachable"):
                 budget.reserve("deepseek-v4-flash", 1000, 100)
             assert proxy.dropped == 1
-            assert direct.budget_totals("acct") == (0.0, 0.0, 1)  # nothing held for the request never sent
-            assert budget._leases._ids == set()  # and no lease of it renewed
+            deadline = time.monotonic() + 10
+            while direct.budget_totals("acct") != (0.0, 0.0, 1):  # nothing held for the request never sent (the
+                assert time.monotonic() < deadline  # lease thread let it go: no wait added to the caller's)
+                time.sleep(0.05)
+            while budget._leases._ids:  # and no lease of it renewed
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
 
 
 def test_a_request_that_held_nothing_is_counted(store):
