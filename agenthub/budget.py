@@ -162,11 +162,13 @@ class Budget(object):
         try:
             ok, held = self.store.budget_hold(self.key, self.max_usd, needed, hold_id,
                                               None if self._leases is None else self._leases.lease)
-        except AgentHubError:
+        except AgentHubError as exc:
             # the store may have held it and its answer been lost (a connection cut, a timeout): the lease thread
             # lets it go as soon as the store answers, not left to expire and count its worst case for a request
-            # never sent (a hold never written: nothing to let go)
-            if self._leases is not None:
+            # never sent (a hold never written: nothing to let go; a store never reached, a refusal, a corrupt row:
+            # nothing was held)
+            if self._leases is not None and getattr(exc, "retryable", False) and \
+                    not exc.__dict__.get("_agenthub_unsent"):
                 self._leases.settle_later(hold_id, needed, None)
             raise
         if not ok:
@@ -198,9 +200,12 @@ class Budget(object):
         # settles it once the store answers: done twice, a settlement counts once)
         try:
             self.store.budget_finish(self.key, hold_id, held, actual)
-        except AgentHubError:
+        except AgentHubError as exc:
             if self._leases is not None and hold_id:
-                self._leases.settle_later(hold_id, held, actual)
+                if getattr(exc, "retryable", False):
+                    self._leases.settle_later(hold_id, held, actual)  # (unreachable for now: settled once it answers)
+                else:
+                    self._leases.discard(hold_id)  # (refused: a corrupt or lost account; the hold expires)
             raise
         if self._leases is not None and hold_id:
             self._leases.discard(hold_id)

@@ -113,3 +113,27 @@ def test_a_redis_cache_size_row_that_is_not_a_number_counts_as_nothing_as_on_sql
         assert (store.cache_get("a"), store.cache_get("b"), store.cache_get("c")) == (None, None, b"z" * 50)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "fakeredis"])
+def test_a_pause_written_by_a_clock_ahead_holds_for_the_longest_pause_at_most(kind, tmp_path):
+    """A pause ends at most 600 s (the limiter's MAX_PAUSE) from now: one further ahead was written by a clock ahead
+    of this one (the machine's wall clock stepped back an hour, a failover to a server whose clock is behind)."""
+    import json
+    import time
+
+    from store_support import made_store
+
+    store = made_store(kind, tmp_path)
+    try:
+        store.limiter_pause("k", 10.0)
+        store.limiter_pause("k", 10.0, "ep")
+        if kind == "sqlite":
+            ahead = time.time() + 3600
+            _sql(store.path, "UPDATE agenthub_rows SET value = '{}'".format(json.dumps({"p": ahead, "e": {"ep": ahead}})))
+        else:
+            ahead = store._client.time()[0] + 3600
+            store._client.hset("agenthub:1:limiter:k", mapping={"p": ahead, "e:ep": ahead})
+        assert store.limiter_pauses("k") == {"": 600.0, "ep": 600.0}
+    finally:
+        store.close()

@@ -209,10 +209,12 @@ def limiter_hold_back(row: Dict[str, Any], now: float, seconds: float, endpoint:
 
 
 def limiter_in_force(row: Dict[str, Any], now: float) -> Dict[str, float]:
-    out = {name: end - now for name, end in _endpoint_pauses(row, now).items() if end > now}
+    """The pauses in force, each at most ``MAX_HOLD`` from now (one further ahead was written by a clock ahead of
+    this one: a wall clock stepped back, another server's after a failover; no pause is ever longer)."""
+    out = {name: min(end - now, MAX_HOLD) for name, end in _endpoint_pauses(row, now).items() if end > now}
     p = _number(row, "p", now, "limiter")
     if p > now:
-        out[""] = p - now
+        out[""] = min(p - now, MAX_HOLD)
     return out
 
 
@@ -402,10 +404,11 @@ class _Leases(object):
                 for hold_id, (needed, actual, since) in later.items():
                     try:
                         renewer.store.budget_finish(renewer.key, hold_id, needed, actual)
-                    except Exception:  # noqa: BLE001 - as above
-                        if time.monotonic() - since < GONE_SECONDS:
+                    except Exception as exc:  # noqa: BLE001 - as above
+                        refused = isinstance(exc, AgentHubError) and not getattr(exc, "retryable", False)
+                        if not refused and time.monotonic() - since < GONE_SECONDS:
                             continue  # the next round tries again (the store remembers an expired hold a day)
-                    renewer.discard(hold_id)
+                    renewer.discard(hold_id)  # (done, or refused for good: a corrupt or lost account)
 
 
     def reset(self) -> None:

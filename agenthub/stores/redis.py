@@ -362,10 +362,15 @@ class RedisStore(Store):
                 if time.monotonic() < deadline:
                     time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
                     continue
-                raise StoreError("store {!r} is unreachable ({}): {}; the store URL's ?wait=SECONDS retries "
-                                 "that long".format(self._shown, type(exc).__name__,
-                                                    "it could not be read" if reading else "nothing was sent"),
-                                 retryable=True)
+                unsent = "connecting" in str(exc)  # (redis-py's words for a connection never made)
+                error = StoreError("store {!r} is unreachable ({}): {}; the store URL's ?wait=SECONDS retries "
+                                   "that long".format(self._shown, type(exc).__name__,
+                                                      "it could not be read" if reading else "nothing was sent"
+                                                      if unsent else "its answer was lost (it may have been done)"),
+                                   retryable=True)
+                if unsent:
+                    error.__dict__["_agenthub_unsent"] = True  # (not a field: the budget has nothing to undo)
+                raise error
             except self._response_error as exc:
                 code = self._transient(exc)
                 if code is None:
