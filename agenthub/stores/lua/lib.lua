@@ -38,6 +38,7 @@ local function sweep(now)
   if expired > 0 then
     redis.call('HSET', KEYS[1], 'spent', fmt(spent))
     redis.call('HINCRBY', KEYS[1], 'expired', expired)
+    redis.call('PEXPIRE', KEYS[4], 172800000)  -- (and the whole of it two days after the last hold expired)
     -- the expired holds remembered past GONE_SECONDS (a day) are forgotten
     local old = redis.call('HGETALL', KEYS[4])
     for i = 1, #old, 2 do
