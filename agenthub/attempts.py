@@ -348,9 +348,22 @@ def start_call(call: Attempt, hooks: Sequence[AttemptHook]) -> Optional[Iterable
     return call.answer
 
 
-def end_call(call: Attempt, hooks: Sequence[AttemptHook]) -> None:
+def each_hook(hooks: Sequence[AttemptHook], method: str, call: Attempt) -> None:
+    """``hook.<method>(call)`` for every hook, whatever one raises (a budget's settlement failing on its store must
+    not skip the limiter's, nor the caller's hooks); then the first error, if one raised."""
+    first = None  # type: Optional[BaseException]
     for hook in hooks:
-        hook.on_call_end(call)
+        try:
+            getattr(hook, method)(call)
+        except BaseException as exc:  # noqa: BLE001 - raised below, once every hook ran
+            if first is None:
+                first = exc
+    if first is not None:
+        raise first
+
+
+def end_call(call: Attempt, hooks: Sequence[AttemptHook]) -> None:
+    each_hook(hooks, "on_call_end", call)
 
 
 def answered(call: Attempt, events: Iterable[Any]) -> Iterator[Any]:
@@ -618,8 +631,7 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
         call.delivered = delivered
         try:
             if call.answer is None or not whole_call:
-                for hook in hooks:
-                    hook.on_done(call)
+                each_hook(hooks, "on_done", call)
         finally:
             if whole_call:
                 end_call(call, hooks)
