@@ -216,26 +216,6 @@ def test_an_entry_redis_holds_as_bytes_that_are_not_utf8_is_corrupt_not_a_unicod
     assert "entry 1: corrupt (a resume refuses this journal: JournalError)" in out.getvalue()
 
 
-def test_a_journal_ttl_no_store_can_keep_is_refused_before_anything_is_sent(store_url):
-    """Redis keeps a ttl in whole milliseconds under 1e17: ``journal_ttl=float("inf")`` (or 1e15) failed there with
-    StoreError (on a resume after the turn was paid, at its first write) and passed on SQLite.  One bound on every
-    store, a ConfigError before anything is sent; None keeps a journal until it is forgotten."""
-    from agenthub import ConfigError
-
-    with SSEServer() as server:
-        for ttl in (float("inf"), 1e300, 1e15):
-            for journal in (store_url, MemoryStore()):
-                with pytest.raises(ConfigError, match=r"journal ttl must be a number of seconds > 0 and at most "
-                                                      r"1e\+12 \(or None: kept until forgotten\)"):
-                    gemini_client(server).run([USER], tools=[look_up], journal=journal, run_id="t-1",
-                                              journal_ttl=ttl)
-        assert server.requests == []
-        server.answers.append(Answer([gemini_text("Rome is open.")]))
-        result = gemini_client(server).run([USER], tools=[look_up], journal=store_url, run_id="t-1",
-                                           journal_ttl=1e12).result()
-    assert (result.stop, len(server.requests)) == ("done", 1)
-
-
 def test_a_turn_holding_a_lone_surrogate_is_not_taken_for_corrupt():
     """The entry check reads a turn's message as the data model has it; a lone surrogate in its text is what the
     journal stores escaped and reads back (the wire's concern, as it was live), not a corrupt entry."""

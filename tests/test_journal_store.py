@@ -126,21 +126,13 @@ def _rows_of(store, run_id):
                 for row in conn.execute("SELECT run_id FROM " + table + " WHERE run_id = ?", (run_id,))]
 
 
-def test_an_expired_journal_leaves_nothing_behind_once_another_run_starts_and_forget_nothing(store_and_clock):
-    """A journal past its ttl was only hidden: its entries (a conversation) stayed in the file, or in the process,
-    for ever unless its own run_id was used again; a run forgotten or released left an empty memory row."""
-    store, clock = store_and_clock
-    store.journal_claim("old", "w1", lease=30, ttl=100)
-    store.journal_append_many("old", "w1", 0, ["secret words", "more"], ttl=100)
-    store.journal_release("old", "w1")
+def test_a_run_forgotten_or_let_go_that_never_was_leaves_no_row(store_and_clock):
+    """A run forgotten, or released without a row, left an empty memory row behind (one per run_id, for the
+    process's life); none on SQLite either."""
+    store, _ = store_and_clock
     store.journal_claim("kept", "w1", lease=30)
     store.journal_append("kept", "w1", 0, "kept words")
     store.journal_release("kept", "w1")
-    clock.now += 101
-    assert _rows_of(store, "old") != []  # (past its ttl, not swept yet)
-    assert store.journal_claim("new", "w2", lease=30, ttl=100) is None  # a run starts: what expired goes
-    assert _rows_of(store, "old") == []
-    assert store.journal_entries("kept") == ["kept words"]  # (no ttl: kept)
     assert store.journal_forget("kept") is True and _rows_of(store, "kept") == []
     store.journal_release("never", "w1")
     assert store.journal_forget("never") is False and _rows_of(store, "never") == []
@@ -758,3 +750,61 @@ def test_a_renewal_racing_the_runs_close_does_not_keep_the_run_held():
     store.journal = journal
     journal.renew()
     assert store.journal_claim("run-r", "next-worker", lease=30) is None
+
+
+def _journal_rows(store):
+    """How many runs the store keeps rows of (expired or not)."""
+    if isinstance(store, MemoryStore):
+        return sum(1 for kind, _ in store._rows if kind == "journal")
+    with store._connection() as conn:
+        return conn.execute("SELECT COUNT(*) FROM agenthub_journal_runs").fetchone()[0] + \
+            conn.execute("SELECT COUNT(DISTINCT run_id) FROM agenthub_journal").fetchone()[0]
+
+
+def test_runs_past_their_ttl_go_even_when_never_claimed_again(store_and_clock):
+    store, clock = store_and_clock
+    for n in range(40):
+        store.journal_claim("old-{}".format(n), "w1", lease=30, ttl=100)
+        store.journal_append("old-{}".format(n), "w1", 0, "a", ttl=100)
+    store.journal_claim("kept", "w1", lease=30)  # (no ttl: kept until forgotten)
+    store.journal_append("kept", "w1", 0, "k")
+    clock.now += 101
+    store.journal_claim("new-1", "w2", lease=30, ttl=100)  # each claim forgets runs past their ttl (32 a claim)
+    store.journal_claim("new-2", "w2", lease=30, ttl=100)
+    assert _journal_rows(store) == (3 if isinstance(store, MemoryStore) else 4)  # (kept, new-1, new-2; SQLite:
+    # the run rows of three and the entries of one)
+    assert [r["run_id"] for r in store.journal_runs()] == ["kept"]
+
+
+def test_redis_forgets_the_index_entries_of_runs_past_their_ttl():
+    from store_support import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    redis = pytest.importorskip("redis")
+    from agenthub.stores.redis import RedisStore
+
+    with RedisServer() as server:
+        store = RedisStore(server.url)
+        raw = redis.Redis.from_url(server.url)
+        try:
+            for n in range(40):
+                store.journal_claim("old-{}".format(n), "w1", lease=30, ttl=0.2)
+                store.journal_append("old-{}".format(n), "w1", 0, "a", ttl=0.2)
+            store.journal_claim("kept", "w1", lease=30)
+            store.journal_append("kept", "w1", 0, "k")
+            raw.zadd("agenthub:1:journals", {"renewed": 0})  # (an index entry of an earlier agenthub: a write time)
+            raw.hset("agenthub:1:journal:renewed", "entries", 0)
+            deadline = time.monotonic() + 10
+            while raw.exists("agenthub:1:journal:old-39"):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            store.journal_claim("new-1", "w2", lease=30)
+            store.journal_open("new-2", "w2", lease=30)
+            # the 40 gone from the index (32 at the first claim, the rest at the next); the earlier agenthub's entry,
+            # its run still there, scored again by when it goes (never)
+            members = dict(raw.zrange("agenthub:1:journals", 0, -1, withscores=True))
+            assert members == {b"kept": float("inf"), b"renewed": float("inf")}
+        finally:
+            raw.close()
+            store.close()

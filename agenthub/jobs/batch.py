@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 from .. import hosts, registry
-from .._redact import shown_url
+from .._redact import named_secrets, shown_url
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, upstream_error
 from ..stream import Collector, drive, surrogates_escaped, surrogates_shown
 from ..validate import check_config
 from . import backends as _backends
 from .backends import TERMINAL, dumps_entry
 from .backends._base import TAG_ROOM
-from .backends._wire import Wire
+from .backends._wire import Wire, _scrubbed
 from .jobfile import (JobRow, OutputLock, OutputWriter, error_of, error_row, vectors_short, finished_ids, iter_rows, output_row, read_jobs,
                       replace_durably)
 
@@ -862,8 +862,11 @@ class BatchJob(object):
                         changed.append(row.id)
                     traced = bool(row.config.get("trace_id")) or _output_of(row, typed) is not None  # (a re-ask
                     # round sends the row's messages again)
+                    # (an untraced row keeps the extra_body holding credentials: its error is scrubbed of them)
+                    extra = {"extra_body": row.config["extra_body"]} if named_secrets(row.config.get("extra_body")) \
+                        else {}
                     rows[row.id] = JobRow(id=row.id, model=row.model, messages=row.messages if traced else [],
-                                          config=row.config if traced else {}, client_type=row.client_type,
+                                          config=row.config if traced else extra, client_type=row.client_type,
                                           base_url=row.base_url, line=row.line, output_schema=row.output_schema,
                                           inputs=len(row.messages))
             if not os.path.exists(self.input_path) and self._state.get("input_needed"):
@@ -1147,6 +1150,9 @@ class BatchJob(object):
                 out, again = _result_row(row, outcome, payload, output, prior, record, record_parser, client, retries)
             except Exception as exc:  # a value no row can hold (nested past the stack, ...): this row fails, the
                 out, again = error_row(row, exc, attempts=1, backend=record["backend"]), None  # fetch goes on (as live)
+            if out is not None and isinstance(out.get("error"), dict):  # a provider's error quoting the request: what
+                # the row's extra_body holds under a credential's name is *** (as the live client's error has it)
+                _scrubbed(out["error"], named_secrets(row.config.get("extra_body")))
             if out is None:
                 if rounds is None:  # no new round (the job was cancelled): the row is left for jobs.run
                     answered.discard(rid)

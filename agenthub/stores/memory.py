@@ -37,21 +37,13 @@ class MemoryStore(JournalRows, StateStore):
                 write: bool = True) -> Any:
         with self._lock:
             row = self._rows.get((kind, key), {})
-            now = self._clock()
-            new, result = step(row, now)  # (the steps build new rows: a failed one changes nothing)
+            new, result = step(row, self._clock())  # (the steps build new rows: a failed one changes nothing)
             if write:
                 if new:
-                    if not row and kind == "journal":  # a run starts: the journals past their ttl go
-                        self._drop_expired_journals(now)
                     self._rows[(kind, key)] = new
                 else:  # (nothing left of it: no row, not an empty one)
                     self._rows.pop((kind, key), None)
             return result
-
-    def _drop_expired_journals(self, now: float) -> None:
-        for found in [k for k, row in self._rows.items() if k[0] == "journal" and row.get("expires") is not None
-                      and row["expires"] <= now]:
-            del self._rows[found]
 
     # the cache: an insertion-ordered dict (the oldest goes first when the size bound is passed)
     def cache_get(self, key: str) -> Optional[bytes]:
@@ -89,3 +81,10 @@ class MemoryStore(JournalRows, StateStore):
     def _journal_rows(self) -> List[Tuple[str, Dict[str, Any]]]:
         with self._lock:
             return [(key, row) for (kind, key), row in self._rows.items() if kind == "journal"]
+
+    def _journal_expire(self) -> None:
+        with self._lock:
+            now = self._clock()
+            for name in [name for name, row in self._rows.items() if name[0] == "journal"
+                         and row.get("expires") is not None and row["expires"] <= now]:
+                del self._rows[name]
