@@ -168,6 +168,24 @@ def hold_and_wait(store, ready_path, lease):
     time.sleep(120)
 
 
+def _whole_commands(data):
+    """Whether ``data`` is whole RESP commands (arrays of bulk strings, as redis-py writes them), none cut short."""
+    at = 0
+    while at < len(data):
+        end = data.find(b"\r\n", at)
+        if data[at:at + 1] != b"*" or end < 0:
+            return end >= 0  # (not an array: taken as it is)
+        count, at = int(data[at + 1:end]), end + 2
+        for _ in range(count):
+            end = data.find(b"\r\n", at)
+            if end < 0:
+                return False
+            at = end + 2 + int(data[at + 1:end]) + 2
+            if at > len(data):
+                return False
+    return True
+
+
 class DroppingProxy(object):
     """A TCP proxy on 127.0.0.1 to a Redis server that, once, forwards a command holding ``marker`` (bytes: a
     script's sha) to the server, reads the server's reply and closes the client's connection instead of passing
@@ -217,6 +235,11 @@ class DroppingProxy(object):
                 data = client.recv(65536)
                 if not data:
                     return
+                while not _whole_commands(data):  # (a long script's EVAL comes in several writes: all of it first)
+                    more = client.recv(65536)
+                    if not more:
+                        return
+                    data += more
                 with self.lock:
                     drop = self.marker in data and not self.dropped
                     self.dropped += drop

@@ -132,16 +132,21 @@ def test_an_entry_of_the_wrong_shape_is_refused_as_corrupt_before_anything_is_se
 
 @pytest.mark.parametrize("entry", CORRUPT, ids=[str(n) for n in range(len(CORRUPT))])
 def test_runs_show_says_an_entry_of_the_wrong_shape_is_corrupt(entry, tmp_path):
-    import argparse
-
-    from agenthub.apps import runs_cli
-
     journal = "sqlite:///" + str(tmp_path / "runs.db")
     store = open_store(journal)
     try:
         _journal_with(store, entry)
     finally:
         store.close()
+    _shown_corrupt(journal)
+
+
+def _shown_corrupt(journal):
+    """``agenthub runs show r-1`` on ``journal`` says its entry 1 is corrupt."""
+    import argparse
+
+    from agenthub.apps import runs_cli
+
     out = io.StringIO()
     assert runs_cli.run(argparse.Namespace(runs_command="show", journal=journal, run_id="r-1", json=False), out) == 0
     assert "entry 1: corrupt (a resume refuses this journal: JournalError)" in out.getvalue()
@@ -188,11 +193,7 @@ def test_a_run_id_ending_in_entries_is_refused_before_anything_is_sent():
 def test_an_entry_redis_holds_as_bytes_that_are_not_utf8_is_corrupt_not_a_unicode_error(store_url):
     """Redis keeps what any client wrote: an entry that is not UTF-8 raised UnicodeDecodeError out of the resume,
     the store's journal_entries and ``runs show``."""
-    import argparse
-
     redis = pytest.importorskip("redis")
-    from agenthub.apps import runs_cli
-
     with SSEServer() as server:
         server.answers.append(Answer([gemini_text("Rome is open.")]))
         gemini_client(server).run([USER], tools=[look_up], journal=store_url, run_id="r-1").result()
@@ -211,9 +212,7 @@ def test_an_entry_redis_holds_as_bytes_that_are_not_utf8_is_corrupt_not_a_unicod
         assert store.journal_entries("r-1")[1] == "\ufffd\ufffd\ufffd{"
     finally:
         store.close()
-    out = io.StringIO()
-    assert runs_cli.run(argparse.Namespace(runs_command="show", journal=store_url, run_id="r-1", json=False), out) == 0
-    assert "entry 1: corrupt (a resume refuses this journal: JournalError)" in out.getvalue()
+    _shown_corrupt(store_url)
 
 
 def test_a_turn_holding_a_lone_surrogate_is_not_taken_for_corrupt():
