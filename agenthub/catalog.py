@@ -12,8 +12,8 @@ Prices are USD per 1M tokens.  ``cost`` reads the usage buckets of a turn (``Usa
 writes the wire reported beside them (``stream.Usage.cache_write`` / ``cache_write_1h``), and the
 image tokens of the output (``stream.Usage.output_image_tokens``: part of ``response_tokens``, billed at
 the row's ``output_image`` price where it has one, e.g. Gemini's image models).  A model
-priced by the time of day (a ``peak`` / ``off_peak`` tier with ``utc_windows``) is priced at the tier
-in force when the request was sent.
+priced by the time of day (a ``peak`` / ``off_peak`` tier with ``utc_windows``, on the UTC weekdays of its
+``utc_days`` where it names them) is priced at the tier in force when the request was sent.
 """
 
 import copy
@@ -23,7 +23,7 @@ import os
 import re
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict, Union
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, TypedDict, Union
 
 from .errors import ConfigError
 from .stream import MAX_USAGE_TOKENS, usage_count
@@ -72,6 +72,7 @@ class Prices(_PricesBase, total=False):
     output_image: float
     long_context: List[LongContextPrices]
     utc_windows: List[str]  # peak / off_peak tiers: the daily windows (UTC) they apply in
+    utc_days: List[str]  # and the UTC weekdays they apply on ("Mon" ... "Sun"; every day when absent)
 
 
 class _CatalogModelBase(TypedDict):
@@ -320,28 +321,50 @@ def _window_minutes(window: Any) -> Optional[Tuple[int, int]]:
 
 
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*(?:UTC)?\s*$")
-#: id(catalog row) -> (the row, its timed tiers with their windows in minutes): a row of the snapshot is read
-#: once (only ``cost`` fills it, with rows of the snapshot, which never change)
-_spans = {}  # type: Dict[int, Tuple[Mapping[str, Any], List[Tuple[str, List[Tuple[int, int]]]]]]
+#: the names a tier's ``utc_days`` may have, in Python's weekday order (Monday 0)
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_Spans = List[Tuple[str, List[Tuple[int, int]], Optional[FrozenSet[int]]]]
+#: id(catalog row) -> (the row, its timed tiers with their windows in minutes and their weekdays): a row of the
+#: snapshot is read once (only ``cost`` fills it, with rows of the snapshot, which never change)
+_spans = {}  # type: Dict[int, Tuple[Mapping[str, Any], _Spans]]
 
 
-def _timed_spans(row: Mapping[str, Any]) -> List[Tuple[str, List[Tuple[int, int]]]]:
+def _tier_spans(row: Mapping[str, Any]) -> _Spans:
+    """(tier, its windows in minutes of the UTC day, the UTC weekdays they open on or None: every day) of each
+    timed tier of ``row``."""
+    spans = []  # type: _Spans
+    for name in timed_tiers(row):
+        prices = row["tiers"][name]
+        days = prices.get("utc_days")
+        weekdays = None if days is None else frozenset(WEEKDAYS.index(day) for day in days if day in WEEKDAYS)
+        spans.append((name, [span for span in map(_window_minutes, prices["utc_windows"]) if span is not None],
+                      weekdays))
+    return spans
+
+
+def _timed_spans(row: Mapping[str, Any]) -> _Spans:
     found = _spans.get(id(row))
     if found is not None and found[0] is row:
         return found[1]
-    spans = [(name, [span for span in map(_window_minutes, row["tiers"][name]["utc_windows"]) if span is not None])
-             for name in timed_tiers(row)]
+    spans = _tier_spans(row)
     if len(_spans) >= _FOUND_MAX:
         _spans.clear()
     _spans[id(row)] = (row, spans)
     return spans
 
 
-def _tier_in(spans: List[Tuple[str, List[Tuple[int, int]]]], seconds: float) -> Optional[str]:
-    minute = int(seconds // 60) % (24 * 60)
-    for name, windows in spans:
+def _tier_in(spans: _Spans, seconds: float) -> Optional[str]:
+    day, minute = divmod(int(seconds // 60), 24 * 60)
+    weekday = (day + 3) % 7  # (day 0, 1970-01-01, was a Thursday)
+    for name, windows, weekdays in spans:
         for begin, end in windows:
-            if (begin <= minute < end) if begin <= end else (minute >= begin or minute < end):  # (over midnight)
+            if begin <= end:
+                opened = weekday if begin <= minute < end else None
+            elif minute >= begin:  # a window over midnight: its part after midnight opened the day before
+                opened = weekday
+            else:
+                opened = (weekday - 1) % 7 if minute < end else None
+            if opened is not None and (weekdays is None or opened in weekdays):
                 return name
     return None
 
@@ -357,8 +380,7 @@ def tier_at(row: Mapping[str, Any], at: Any = None) -> Optional[str]:
     """The time-of-day tier of ``row`` in force at ``at`` (Unix seconds or a datetime; None: now), or None
     (the standard prices)."""
     seconds = _clock() if at is None else _seconds(at)
-    return _tier_in([(name, [span for span in map(_window_minutes, row["tiers"][name]["utc_windows"])
-                             if span is not None]) for name in timed_tiers(row)], seconds)
+    return _tier_in(_tier_spans(row), seconds)
 
 
 def usage_writes(usage: Any) -> Optional[Dict[str, int]]:

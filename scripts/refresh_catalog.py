@@ -25,6 +25,8 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
   gets its standard prices times that factor.  Its ``image_output_prices`` are the vendors'
   documented prices of image-output tokens (dated, with their pages): ``output_image`` on the
   standard prices of the models each covers, and on their batch prices at the batch discount.
+  Its ``tier_days`` are the vendors' documented weekdays of their time-of-day prices (dated, with their pages):
+  ``utc_days`` on the timed tier of the models each covers (DeepSeek's peak hours are weekday hours).
   Its ``cache_write_checks`` are the vendors' documented
   prompt-cache write prices (multiples of the input price, dated, with their pages): every price set of
   every model a check covers must carry them, or the script stops and says which.
@@ -414,6 +416,34 @@ def apply_image_output_prices(rows, rules, discounts):
     return problems
 
 
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # (agenthub.catalog.WEEKDAYS)
+
+
+def apply_tier_days(rows, rules):
+    """The vendors' documented weekdays of their time-of-day tiers (``tier_days``: each a dated rule with its
+    page, the models it covers, a regular expression, the tier and its ``utc_days``): set on that tier of every
+    model a rule covers (its windows then apply on those UTC weekdays only); -> the problems (a rule that
+    covers no model with that timed tier, a day that is not a weekday name)."""
+    problems = []
+    for rule in rules:
+        pattern = re.compile(rule["models"])
+        bad = [day for day in rule["utc_days"] if day not in WEEKDAYS]
+        if bad or not rule["utc_days"]:
+            problems.append("{}: utc_days must be weekday names {} (got {})".format(
+                rule["source"], ", ".join(WEEKDAYS), rule["utc_days"]))
+            continue
+        matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
+                   and ((row.get("tiers") or {}).get(rule["tier"]) or {}).get("utc_windows")]
+        if not matched:
+            problems.append("{}: no {} model with a timed {} tier matches {}".format(
+                rule["source"], rule["provider"], rule["tier"], rule["models"]))
+        for row in matched:
+            row["tiers"][rule["tier"]]["utc_days"] = list(rule["utc_days"])
+            if "overrides:tier_days" not in row["sources"]:
+                row["sources"] = row["sources"] + ["overrides:tier_days"]
+    return problems
+
+
 def apply_overrides(rows, overrides):
     """Add the hand-kept rows; -> the overrides a source now covers (to be deleted from the file)."""
     index = {(row["provider"], row["id"].lower()): row for row in rows}
@@ -499,6 +529,10 @@ def snapshot(day):
     problems = apply_image_output_prices(rows, images, discounts)
     if problems:
         raise SystemExit("scripts/catalog_overrides.json, image_output_prices:\n  " + "\n  ".join(problems))
+    tier_days = hand_kept.get("tier_days") or []
+    problems = apply_tier_days(rows, tier_days)
+    if problems:
+        raise SystemExit("scripts/catalog_overrides.json, tier_days:\n  " + "\n  ".join(problems))
     problems = check_cache_writes(rows, hand_kept.get("cache_write_checks") or [])
     if problems:
         raise SystemExit("the sources disagree with the vendors' cache-write prices (scripts/catalog_overrides.json, "
@@ -510,6 +544,8 @@ def snapshot(day):
         "generated_by": "scripts/refresh_catalog.py",
         "units": "prices in USD per 1M tokens; long_context applies to the whole request when its input "
                  "(cached tokens included) is above above_input_tokens; batch and tiers are whole price sets; "
+                 "a tier with utc_windows applies inside them (UTC), on the UTC weekdays of its utc_days where "
+                 "it has them; "
                  "output_image, where a set has it, prices the output's image tokens (the rest at output)",
         "sources": [
             {"name": "genai-prices", "version": metadata.version("genai-prices"),
@@ -531,6 +567,11 @@ def snapshot(day):
              "used_for": "output_image: the price of an image model's image-output tokens, where the vendor "
                          "bills them apart from text output (a row priced so names overrides:image_output_prices "
                          "in its sources)"},
+            {"name": "overrides:tier_days", "file": "scripts/catalog_overrides.json",
+             "rules": [{k: rule[k] for k in ("provider", "models", "tier", "utc_days", "taken", "source")}
+                       for rule in tier_days],
+             "used_for": "utc_days: the UTC weekdays a time-of-day tier's windows apply on, where the vendor "
+                         "prices some days apart (a row so marked names overrides:tier_days in its sources)"},
         ],
         "providers": provider_info,
     }

@@ -70,6 +70,68 @@ def test_a_window_over_midnight():
         None, "off_peak", "off_peak", "off_peak", None]
 
 
+def test_deepseek_peak_hours_are_weekday_hours(monkeypatch, upstream):
+    """DeepSeek's pricing page (https://api-docs.deepseek.com/quick_start/pricing, read 2026-12-07 from copies):
+    "Peak hours are 01:00 - 04:00 and 06:00 - 10:00 UTC, Monday through Friday"; Saturday and Sunday are
+    off-peak all day (since 2026-08-23).  Every hour of a weekend was priced at the peak, twice the bill."""
+    pro = (1000 * 0.66 + 500 * 1.98) / 1e6  # deepseek-v4-pro off-peak; its peak is twice that
+    for day, name in ((11, "Fri"), (12, "Sat"), (13, "Sun"), (14, "Mon")):
+        weekday = name not in ("Sat", "Sun")
+        for hhmm in ("01:00", "02:41", "06:00", "09:59"):
+            assert cost(MODEL, USAGE, at=utc(hhmm, day)) == pytest.approx(PEAK if weekday else OFF_PEAK), (name, hhmm)
+            assert cost("deepseek-flash", USAGE, at=utc(hhmm, day)) == pytest.approx(PEAK if weekday else OFF_PEAK)
+            assert cost("deepseek-v4-pro", USAGE, at=utc(hhmm, day)) == pytest.approx(2 * pro if weekday else pro)
+        assert cost(MODEL, USAGE, at=utc("04:00", day)) == pytest.approx(OFF_PEAK)
+        assert cost(MODEL, USAGE, at=utc("12:00", day)) == pytest.approx(OFF_PEAK)
+    from agenthub.catalog import find_model
+    assert find_model(MODEL)["tiers"]["peak"]["utc_days"] == ["Mon", "Tue", "Wed", "Thu", "Fri"]
+    assert "overrides:tier_days" in find_model(MODEL)["sources"]
+    # a Budget and a run started on a Saturday at 02:41 UTC settle at the off-peak price
+    fix_clock(monkeypatch, "02:41", day=12)
+    budget = Budget(1.0)
+    client(upstream, budget=budget).response(MESSAGES, {"max_tokens": 600})
+    assert budget.spent_usd == pytest.approx(OFF_PEAK) and budget.reserved_usd == 0.0
+    assert client(upstream).run(MESSAGES, tools=[]).result().cost_usd == pytest.approx(OFF_PEAK)
+    # the hold is still the dearest price the request may be billed at
+    assert worst_case_usd(MODEL, 1000, 500) == pytest.approx(PEAK)
+
+
+def test_a_window_on_some_weekdays_only():
+    row = {"tiers": {"peak": {"input": 1, "utc_windows": ["09:00-10:00 UTC", "22:00-02:00 UTC"],
+                              "utc_days": ["Fri"]}}}
+    # 2026-12-10 is a Thursday, the 11th a Friday, the 12th a Saturday
+    assert [tier_at(row, utc(t, day)) for day, t in (
+        (10, "09:30"), (11, "09:30"), (12, "09:30"),  # a window inside the day: on its days only
+        (11, "01:00"), (11, "23:00"), (12, "01:59"), (12, "02:00"), (12, "23:00"))] == [
+        None, "peak", None,
+        None, "peak", "peak", None, None]  # over midnight: its part after midnight belongs to the day it opened
+    assert tier_at({"tiers": {"peak": {"input": 1, "utc_windows": ["09:00-10:00 UTC"], "utc_days": []}}},
+                   utc("09:30", 11)) is None
+
+
+def test_the_refresh_script_sets_the_documented_weekdays_and_refuses_a_rule_that_covers_nothing():
+    import importlib.util
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("refresh_catalog", os.path.join(root, "scripts", "refresh_catalog.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = [{"provider": "deepseek", "id": "deepseek-x", "sources": ["genai-prices"],
+             "tiers": {"peak": {"input": 2, "utc_windows": ["01:00-04:00 UTC"]}}},
+            {"provider": "deepseek", "id": "deepseek-y", "sources": ["genai-prices"], "tiers": {}}]
+    rule = {"provider": "deepseek", "models": "^deepseek-", "tier": "peak", "utc_days": ["Mon", "Fri"],
+            "source": "https://example.test/pricing"}
+    assert script.apply_tier_days(rows, [rule]) == []
+    assert rows[0]["tiers"]["peak"]["utc_days"] == ["Mon", "Fri"]
+    assert rows[0]["sources"] == ["genai-prices", "overrides:tier_days"]
+    assert rows[1] == {"provider": "deepseek", "id": "deepseek-y", "sources": ["genai-prices"], "tiers": {}}
+    assert script.apply_tier_days(rows, [dict(rule, models="^nothing")]) == [
+        "https://example.test/pricing: no deepseek model with a timed peak tier matches ^nothing"]
+    assert script.apply_tier_days(rows, [dict(rule, utc_days=["Monday"])]) == [
+        "https://example.test/pricing: utc_days must be weekday names Mon, Tue, Wed, Thu, Fri, Sat, Sun (got ['Monday'])"]
+
+
 def test_a_budget_holds_at_the_dearest_tier_and_settles_at_the_one_in_force(monkeypatch, upstream):
     """The newcomer's repro (newcomer.md A4): at 02:41 UTC a Budget counted the off-window price, half the bill."""
     fix_clock(monkeypatch, "12:00")
