@@ -25,6 +25,9 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
   gets its standard prices times that factor.  Its ``image_output_prices`` are the vendors'
   documented prices of image-output tokens (dated, with their pages): ``output_image`` on the
   standard prices of the models each covers, and on their batch prices at the batch discount.
+  Its ``long_context_rules`` are the vendors' documented reach of their long-context prices (dated, with
+  their pages): the batch and tier prices of the models each covers get the standard prices' long-context
+  levels (at the same multiples) where the sources give them none.
   Its ``tier_days`` are the vendors' documented weekdays of their time-of-day prices (dated, with their pages):
   ``utc_days`` on the timed tier of the models each covers (DeepSeek's peak hours are weekday hours).
   Its ``cache_write_checks`` are the vendors' documented
@@ -444,6 +447,49 @@ def apply_tier_days(rows, rules):
     return problems
 
 
+def _set_at(row, label):
+    """The price set ``label`` names on ``row``: ``batch`` or ``tiers.<name>``."""
+    if label == "batch":
+        return row.get("batch")
+    if label.startswith("tiers."):
+        return (row.get("tiers") or {}).get(label[len("tiers."):])
+    raise SystemExit("long_context_rules: unknown price set {!r} (batch or tiers.<name>)".format(label))
+
+
+def apply_long_context_rules(rows, rules):
+    """The vendors' documented reach of their long-context prices (``long_context_rules``: each a dated rule with
+    its page, the models it covers, a regular expression, and the price sets it reaches: ``batch``,
+    ``tiers.flex``, ...): a covered price set the sources give no long-context level gets the standard prices'
+    levels, each key at the same multiple of that set's own price (``input`` 2x, ``output`` 1.5x: the standard
+    level over the standard price).  -> the problems (a rule that covers no model with long-context prices)."""
+    problems = []
+    for rule in rules:
+        pattern = re.compile(rule["models"])
+        matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
+                   and (row.get("prices") or {}).get("long_context")]
+        if not matched:
+            problems.append("{}: no {} model with long-context prices matches {}".format(
+                rule["source"], rule["provider"], rule["models"]))
+        for row in matched:
+            standard = row["prices"]
+            for label in rule["price_sets"]:
+                prices = _set_at(row, label)
+                if not prices or prices.get("long_context"):
+                    continue
+                levels = []
+                for level in standard["long_context"]:
+                    scaled = {"above_input_tokens": level["above_input_tokens"]}
+                    for key in CATALOG_PRICES:
+                        own, base, above = prices.get(key), standard.get(key), level.get(key)
+                        scaled[key] = None if own is None or base is None or above is None or not base else float(
+                            Decimal(str(own)) * Decimal(str(above)) / Decimal(str(base)))
+                    levels.append(scaled)
+                prices["long_context"] = levels
+                if "overrides:long_context_rules" not in row["sources"]:
+                    row["sources"] = row["sources"] + ["overrides:long_context_rules"]
+    return problems
+
+
 def apply_overrides(rows, overrides):
     """Add the hand-kept rows; -> the overrides a source now covers (to be deleted from the file)."""
     index = {(row["provider"], row["id"].lower()): row for row in rows}
@@ -529,6 +575,10 @@ def snapshot(day):
     problems = apply_image_output_prices(rows, images, discounts)
     if problems:
         raise SystemExit("scripts/catalog_overrides.json, image_output_prices:\n  " + "\n  ".join(problems))
+    long_context_rules = hand_kept.get("long_context_rules") or []
+    problems = apply_long_context_rules(rows, long_context_rules)
+    if problems:
+        raise SystemExit("scripts/catalog_overrides.json, long_context_rules:\n  " + "\n  ".join(problems))
     tier_days = hand_kept.get("tier_days") or []
     problems = apply_tier_days(rows, tier_days)
     if problems:
@@ -567,6 +617,12 @@ def snapshot(day):
              "used_for": "output_image: the price of an image model's image-output tokens, where the vendor "
                          "bills them apart from text output (a row priced so names overrides:image_output_prices "
                          "in its sources)"},
+            {"name": "overrides:long_context_rules", "file": "scripts/catalog_overrides.json",
+             "rules": [{k: rule[k] for k in ("provider", "models", "price_sets", "taken", "source")}
+                       for rule in long_context_rules],
+             "used_for": "long-context levels of the batch and tier prices the sources give none, where the "
+                         "vendor says its long-context prices reach them (a row so priced names "
+                         "overrides:long_context_rules in its sources)"},
             {"name": "overrides:tier_days", "file": "scripts/catalog_overrides.json",
              "rules": [{k: rule[k] for k in ("provider", "models", "tier", "utc_days", "taken", "source")}
                        for rule in tier_days],
