@@ -134,19 +134,30 @@ def _below(levels, base, key):
     return levels[-1][key] if levels else base[key]
 
 
+def _at(prices, key, start):
+    """The price of ``key`` in a request whose input is above ``start`` tokens: the long-context level in force
+    there, else the price below every level."""
+    value = prices[key]
+    for level in prices.get("long_context") or ():
+        if level["above_input_tokens"] <= start:
+            value = level[key]
+    return value
+
+
 def _merge(standard, partial):
-    """A price variant: its keys replace the standard ones (genai-prices' rule), the rest stay."""
-    out = {key: standard[key] for key in CATALOG_PRICES}
+    """A price variant: its keys replace the standard ones (genai-prices' rule), the rest stay, long-context
+    levels included (a batch variant that halves input and output keeps the standard long-context price of the
+    cache reads it does not name)."""
     variant = _price_set(partial)
-    for key in CATALOG_PRICES:
-        if variant[key] is not None:
-            out[key] = variant[key]
-    long_context = variant.get("long_context")
-    if long_context is None and standard.get("long_context") and all(
-            variant[key] is None for key in CATALOG_PRICES):
-        long_context = standard["long_context"]
-    if long_context:
-        out["long_context"] = long_context
+    owner = {key: variant if variant[key] is not None else standard for key in CATALOG_PRICES}
+    out = {key: owner[key][key] for key in CATALOG_PRICES}
+    starts = sorted({level["above_input_tokens"] for prices in (standard, variant)
+                     if any(owner[key] is prices for key in CATALOG_PRICES) for level in prices.get("long_context") or ()})
+    levels = [dict({key: _at(owner[key], key, start) for key in CATALOG_PRICES}, above_input_tokens=start)
+              for start in starts]
+    levels = [level for level in levels if any(level[key] != out[key] for key in CATALOG_PRICES)]  # (a price changes)
+    if levels:
+        out["long_context"] = levels
     return out
 
 

@@ -253,6 +253,43 @@ def test_gpt_5_5_pro_batch_and_flex_pay_the_long_context_prices_above_272k():
     assert "overrides:long_context_rules" not in find_model("gpt-5.5")["sources"]  # the sources have its levels
 
 
+def test_a_batch_request_above_200k_prices_its_cache_reads_at_the_long_context_price():
+    """Google's pricing page (Batch tab, as genai-prices quotes it: "Batch halves input and output in both
+    prompt-size tiers; context caching stays at the standard rate"): a Gemini 2.5 Pro batch request above 200K
+    input tokens pays 1.25 / 7.5 and its cache reads 0.25.  The refresh script dropped the standard long-context
+    price of the cache reads a batch variant does not name: such a turn cost None (a Budget counted its whole hold,
+    a job row no cost)."""
+    usage = {"cached_tokens": 50000, "prompt_tokens": 200000, "thoughts_tokens": 0, "response_tokens": 1000}
+    assert agenthub.cost("gemini-2.5-pro", usage, batch=True) == pytest.approx(
+        (200000 * 1.25 + 50000 * 0.25 + 1000 * 7.5) / 1e6)
+    assert agenthub.cost("gemini-3.1-pro-preview", usage, batch=True) == pytest.approx(
+        (200000 * 2 + 50000 * 0.4 + 1000 * 9) / 1e6)
+    below = dict(usage, prompt_tokens=100000)
+    assert agenthub.cost("gemini-2.5-pro", below, batch=True) == pytest.approx(
+        (100000 * 0.625 + 50000 * 0.125 + 1000 * 5) / 1e6)
+
+
+def test_the_refresh_script_keeps_the_standard_long_context_price_of_what_a_variant_does_not_name():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("refresh_catalog", os.path.join(ROOT, "scripts", "refresh_catalog.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    types = pytest.importorskip("genai_prices.types")
+    ModelPrice, TieredPrices, Tier = types.ModelPrice, types.TieredPrices, types.Tier
+    standard = script._price_set(ModelPrice(input_mtok=TieredPrices(base=1, tiers=[Tier(start=200000, price=2)]),
+                                            cache_read_mtok=TieredPrices(base=0.1, tiers=[Tier(start=200000, price=0.2)]),
+                                            output_mtok=TieredPrices(base=8, tiers=[Tier(start=200000, price=12)])))
+    batch = script._merge(standard, ModelPrice(
+        input_mtok=TieredPrices(base=0.5, tiers=[Tier(start=200000, price=1)]),
+        output_mtok=TieredPrices(base=4, tiers=[Tier(start=200000, price=6)])))
+    none = {"cache_write_5m": None, "cache_write_1h": None}
+    assert batch == dict(none, input=0.5, cached_input=0.1, output=4, long_context=[
+        dict(none, above_input_tokens=200000, input=1, cached_input=0.2, output=6)])
+    # a variant that names every priced key flat has no long-context level (genai-prices' rule: its keys replace)
+    flat = script._merge(standard, ModelPrice(input_mtok=3, cache_read_mtok=0.3, output_mtok=20))
+    assert flat == dict(none, input=3, cached_input=0.3, output=20)
+
+
 def test_the_refresh_script_extends_long_context_prices_to_the_sets_a_rule_names():
     import importlib.util
     spec = importlib.util.spec_from_file_location("refresh_catalog", os.path.join(ROOT, "scripts", "refresh_catalog.py"))
