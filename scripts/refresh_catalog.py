@@ -619,6 +619,12 @@ def _licence(dist):
     raise SystemExit("no licence file in {}".format(dist))
 
 
+def _rules_source(name, rules, keys, used_for):
+    """The ``about`` entry of one kind of dated rule of scripts/catalog_overrides.json."""
+    return {"name": "overrides:" + name, "file": "scripts/catalog_overrides.json",
+            "rules": [{key: rule[key] for key in keys} for rule in rules], "used_for": used_for}
+
+
 def snapshot(day):
     from importlib import metadata
 
@@ -666,27 +672,21 @@ def snapshot(day):
              "used_for": "limits, modalities, capabilities; prices where genai-prices has none"},
             {"name": "overrides", "file": "scripts/catalog_overrides.json", "rows": len(overrides),
              "used_for": "hand-kept rows, each dated with its provider page"},
-            {"name": "overrides:batch_discounts", "file": "scripts/catalog_overrides.json",
-             "rules": [{k: rule[k] for k in ("provider", "factor", "taken", "source")} for rule in discounts],
-             "used_for": "batch prices the sources lack: each provider's documented batch discount of its "
-                         "standard prices (a row priced so names overrides:batch_discounts in its sources)"},
-            {"name": "overrides:image_output_prices", "file": "scripts/catalog_overrides.json",
-             "rules": [{k: rule[k] for k in ("provider", "models", "output_image", "taken", "source")}
-                       for rule in images],
-             "used_for": "output_image: the price of an image model's image-output tokens, where the vendor "
-                         "bills them apart from text output (a row priced so names overrides:image_output_prices "
-                         "in its sources)"},
-            {"name": "overrides:long_context_rules", "file": "scripts/catalog_overrides.json",
-             "rules": [{k: rule[k] for k in ("provider", "models", "price_sets", "taken", "source")}
-                       for rule in long_context_rules],
-             "used_for": "long-context levels of the batch and tier prices the sources give none, where the "
-                         "vendor says its long-context prices reach them (a row so priced names "
-                         "overrides:long_context_rules in its sources)"},
-            {"name": "overrides:tier_days", "file": "scripts/catalog_overrides.json",
-             "rules": [{k: rule[k] for k in ("provider", "models", "tier", "utc_days", "taken", "source")}
-                       for rule in tier_days],
-             "used_for": "utc_days: the UTC weekdays a time-of-day tier's windows apply on, where the vendor "
-                         "prices some days apart (a row so marked names overrides:tier_days in its sources)"},
+            _rules_source("batch_discounts", discounts, ("provider", "factor", "taken", "source"),
+                          "batch prices the sources lack: each provider's documented batch discount of its "
+                          "standard prices (a row priced so names overrides:batch_discounts in its sources)"),
+            _rules_source("image_output_prices", images, ("provider", "models", "output_image", "taken", "source"),
+                          "output_image: the price of an image model's image-output tokens, where the vendor "
+                          "bills them apart from text output (a row priced so names overrides:image_output_prices "
+                          "in its sources)"),
+            _rules_source("long_context_rules", long_context_rules,
+                          ("provider", "models", "price_sets", "taken", "source"),
+                          "long-context levels of the batch and tier prices the sources give none, where the "
+                          "vendor says its long-context prices reach them (a row so priced names "
+                          "overrides:long_context_rules in its sources)"),
+            _rules_source("tier_days", tier_days, ("provider", "models", "tier", "utc_days", "taken", "source"),
+                          "utc_days: the UTC weekdays a time-of-day tier's windows apply on, where the vendor "
+                          "prices some days apart (a row so marked names overrides:tier_days in its sources)"),
         ],
         "providers": provider_info,
     }
