@@ -239,6 +239,11 @@ class AutoLLMClient(object):
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
         self._host = hosts.client_type(kind).host  # where the request goes, how it is authorised
         self._endpoint = Endpoint(kind, url, key, default_headers, quirks, model)
+        if self._host.check_headers is not None:
+            self._host.check_headers(default_headers or {}, self._endpoint, "default_headers")
+            headers = getattr(session, "headers", None)  # (requests adds them under the request's own)
+            if isinstance(headers, Mapping):
+                self._host.check_headers(headers, self._endpoint, "session.headers")
         #: gen_ai.provider.name of this route: the registry row the caller chose (a preset at any base_url, the
         #: model's row at its vendor's hosts), else the vendor of a known host, else the client-type row's
         self._provider = registry.provider_name(kind, url_host(url), registry.chosen_route(model, client_type,
@@ -471,6 +476,8 @@ class AutoLLMClient(object):
         takes it: ``build_request.takes_prior``)."""
         record = self._protocol
         build = record.build_request
+        if config.get("extra_headers") and self._host.check_headers is not None:
+            self._host.check_headers(config["extra_headers"], self._endpoint, "config['extra_headers']")
         for key in LONGRUN_KEYS:
             if config.get(key) and key not in record.accepts:
                 raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
@@ -1038,6 +1045,7 @@ class AutoLLMClient(object):
         few public ones (a gateway's own auth header too), extra_headers whatever their names, mcp_servers'."""
         extra = self.credential_values() + list(((config or {}).get("extra_headers") or {}).values())
         extra.extend(body_secrets(getattr(request, "body", None)))  # config["mcp_servers"] credentials
+        extra.extend(getattr(request, "secrets", None) or ())  # extra_body's fields named like a credential
         extra.extend(_transport().session_secrets(self._session))  # session= headers and auth, a proxy's
         return sorted(set(secret_values(getattr(request, "headers", None), extra)), key=len, reverse=True)
 

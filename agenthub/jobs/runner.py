@@ -86,6 +86,8 @@ class JobSummary:
     cache_hits: int = 0
     #: answered rows per endpoint, ``"model (client_type, host)"`` -> rows (with ``fallbacks=``: which route answered)
     routes: Dict[str, int] = field(default_factory=dict)
+    #: this job's rows whose row in the output is an error row, written now (``failed``) or before (skipped)
+    failed_total: int = 0
 
     @property
     def left(self) -> int:
@@ -827,6 +829,7 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
     clients = build_clients(routes, client_factory or functools.partial(default_client, max_retries=max_retries),
                             embedding, counts)
     summary = JobSummary(total=len(job), skipped=skipped)
+    errored = job.ids.errored_count()  # (rows skipped for an error row written before)
     show = Progress(progress, summary.total, summary.skipped)
     writer = OutputWriter(output_path, retry_failed=retry_failed, retry_ids=job.ids)
     ids = job.ids
@@ -859,6 +862,7 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
             unregister(state.row_hook)
         writer.close()
         summary.wall_s = time.monotonic() - started
+        summary.failed_total = summary.failed + errored
     show.end(summary)
     return summary
 
@@ -871,7 +875,7 @@ def _rows(job: JobFile, input_path: str, first: int) -> Iterator[JobRow]:
         row = head.pop()
         if row.line >= first:
             yield row
-    yield from rows_from(input_path, first, check=False, start=job.head_end)
+    yield from rows_from(input_path, first, check=False, start=job.head_end, stop=job.size)
 
 
 def own_client(fallbacks: Optional[List[Any]], budget: Any, model: str, client_type: Optional[str],
