@@ -36,7 +36,8 @@ ROOT = os.path.dirname(HERE)
 from conftest import WIRE_DIR as WIRE  # noqa: E402  (../shared/wire beside the checkout)
 #: folder under wire/ and agenthub/recordings -> the dialect reading it
 DIALECTS = {"openai_chat": "openai-chat", "anthropic": "anthropic", "gemini": "gemini",
-            "openai_responses": "openai-responses", "bedrock": "bedrock", "agenthub": "agenthub"}
+            "openai_responses": "openai-responses", "bedrock": "bedrock", "agenthub": "agenthub",
+            "gemini_interactions": "gemini-interactions"}
 
 SAME = ("split", "bytes", "crlf", "cr", "bom", "comments", "blank_lines", "no_space", "id_retry")
 BROKEN = ("truncate", "drop_event", "dup_event", "swap_events", "drop_line", "dup_line", "json_type",
@@ -56,6 +57,9 @@ def recordings() -> List[Tuple[str, str, bytes, Any]]:
         for path in sorted(glob.glob(os.path.join(ROOT, "agenthub", "recordings", folder, "*.sse"))):
             with open(path, "rb") as handle:
                 out.append((folder, "recordings/" + os.path.basename(path)[:-4], handle.read(), None))
+        for path in sorted(glob.glob(os.path.join(HERE, "fixtures", folder, "*.sse"))):  # the tests' own
+            with open(path, "rb") as handle:
+                out.append((folder, "fixtures/" + os.path.basename(path)[:-4], handle.read(), None))
     # an agenthub server relaying each answer that reads whole, on each of its three wires
     for folder, name, body, sidecar in list(out):
         result = outcome(folder, [body])
@@ -203,8 +207,8 @@ def same(rng: random.Random, kind: str, body: bytes) -> List[bytes]:
                 elif line == b"\n":  # between two events only: a blank line ends an event
                     out.append(b"\n")
             out.append(line)
-        if kind == "comments" and rng.random() < 0.5:
-            out.append(b": trailing keep-alive\n\n")
+        if kind == "comments" and rng.random() < 0.5:  # (after the last line's end: a body may end without one)
+            out.append((b"" if text.endswith(b"\n") else b"\n") + b": trailing keep-alive\n\n")
         text = b"".join(out)
     elif kind == "no_space":
         text = text.replace(b"\ndata: ", b"\ndata:").replace(b"\nevent: ", b"\nevent:")
@@ -429,7 +433,8 @@ _MODELS = {"openai_chat": ("openai-chat", "gpt-4o", "https://api.openai.com/v1")
            "gemini": ("gemini", "gemini-2.5-pro", "https://generativelanguage.googleapis.com"),
            "openai_responses": ("openai-responses", "gpt-5.5", "https://api.openai.com/v1"),
            "bedrock": ("bedrock", "anthropic.claude-sonnet-4-6-v1:0", "https://bedrock-runtime.us-east-1.amazonaws.com"),
-           "agenthub": ("agenthub", "fast", "http://127.0.0.1:9")}
+           "agenthub": ("agenthub", "fast", "http://127.0.0.1:9"),
+           "gemini_interactions": ("gemini-interactions", "gemini-3-pro", "https://generativelanguage.googleapis.com")}
 
 
 def next_request(folder: str, message: Any) -> Any:
