@@ -258,29 +258,26 @@ def _event(event_type: str, items: List[Any], stamp: Optional[List[int]], usage:
 
 #: an item's fields that are not checked by ``_unsendable``: text a collect makes whole (a lone UTF-16 half
 #: becomes U+FFFD there), an argument fragment (a character may be split between two; the assembler reads
-#: the joined text: toolcalls R6), a complete call's arguments (R6 again)
-_FREE_FIELDS = frozenset(["type", "text", "thinking", "arguments"])
-#: items made of free fields alone, unless they carry a fidelity
+#: the joined text: toolcalls R6), a complete call's arguments (R6 again), and the opaque fidelity (what a
+#: server put there is kept as it came, and written leniently where it is written: jobs, traces)
+_FREE_FIELDS = frozenset(["type", "text", "thinking", "arguments", "fidelity"])
+#: items made of free fields alone
 _PLAIN = frozenset(["text", "thinking"])
 
 
 def _unsendable(item: Mapping[str, Any]) -> Optional[str]:
     """Why no request could carry ``item`` (a content item a server's answer made) back on the next turn, or
-    None: a kept string (a tool call's name or id, a MIME type) with a lone surrogate, a fidelity that is no
-    JSON a request can hold (NaN, Infinity, a lone surrogate, nesting past MAX_DEPTH).  What the next turn's
-    message check (``validate.check_message``) would refuse with a ConfigError, said while the answer is read:
-    such an answer is never complete (a stateful client's history, a tool run, would be stuck with it)."""
+    None: a string it names things by (a tool call's name or id, a MIME type) holding a lone surrogate, which
+    the next turn's message check (``validate.check_message``) refuses with a ConfigError: said while the
+    answer is read, so a stateful client's history and a tool run are never stuck with a call no request can
+    answer (its tool_call_id) nor name."""
     for name, value in item.items():
-        if name in _FREE_FIELDS:
-            continue
-        try:
-            if name == "fidelity":
-                check_json(value, "fidelity", allow_bytes=True)
-            elif type(value) is str and not value.isascii():
+        if name not in _FREE_FIELDS and type(value) is str and not value.isascii():
+            try:
                 check_json(value, name)
-        except ConfigError as exc:
-            problem = str(exc)
-            return problem if len(problem) <= 300 else problem[:297] + "..."
+            except ConfigError as exc:
+                problem = str(exc)
+                return problem if len(problem) <= 300 else problem[:297] + "..."
     return None
 
 
@@ -318,11 +315,10 @@ def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = N
                 out = held  # type: Any
             else:
                 kind = part["type"]
-                if started and (kind == "text" and not calling and "fidelity" not in part
-                                or kind == "partial_tool_call" and not part["name"]):
+                if started and (kind == "text" and not calling or kind == "partial_tool_call" and not part["name"]):
                     # the rows nearly every event takes (a text delta, an argument fragment): one item
-                    # straight out; the general path below gives the same result (and checks what the
-                    # answer keeps: an announced call's name and id, a fidelity: _unsendable)
+                    # straight out; the general path below gives the same result (and checks an announced
+                    # call's name and id: _unsendable)
                     if kind == "text" and part["text"]:
                         substantive = True
                     event = delta()
@@ -344,7 +340,7 @@ def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = N
                     continue
             for item in out:
                 kind = item["type"]
-                if "fidelity" in item or kind not in _PLAIN:
+                if kind not in _PLAIN:
                     problem = _unsendable(item)
                     if problem is not None:
                         raise StreamProtocolError("the {} answer's {} item cannot be sent back: {}".format(
