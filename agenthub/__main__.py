@@ -154,7 +154,8 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
                                            "bedrock, deepseek, zai, moonshot, dashscope, minimax, openrouter)")
     models.add_argument("--supports", action="append", choices=("tools", "vision", "reasoning", "json_schema"),
-                        help="list the catalog's models that support this (repeatable)")
+                        help="list the catalog's models that support this (repeatable; json_schema: a "
+                             "response_format json_schema can be sent on the model's own route)")
     trace = sub.add_parser("trace", help="saved traces: view them in a browser, or print one")
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION")
     view = trace_sub.add_parser("view", help="serve a viewer of the traces under DIR (standard library http.server)")
@@ -164,7 +165,8 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--key-env", metavar="NAME",
                       help="the viewer's key is in the environment variable NAME (open the page once with ?key=...)")
     view.add_argument("--port", type=_port, default=8765, help="0 picks a free port (default 8765)")
-    view.add_argument("--open", action="store_true", help="open the page in a web browser")
+    view.add_argument("--open", action="store_true", help="open the page in a web browser (with --key-env: a one-time "
+                                                          "code in its address, never the key)")
     show = trace_sub.add_parser("show", help="print a saved trace (.json) as text")
     show.add_argument("file")
     logs = sub.add_parser("logs", help="the conversation log of agenthub chat: list, show or export conversations",
@@ -336,7 +338,7 @@ def _trace_show(args: Any) -> int:
 
 def _trace_view(args: Any) -> int:
     from .tracer import cache_dir
-    from .apps.viewer import serve
+    from .apps.viewer import one_time_code, serve
 
     folder = args.dir or cache_dir()
     if not os.path.isdir(folder):
@@ -364,7 +366,9 @@ def _trace_view(args: Any) -> int:
     if args.open:
         import webbrowser
 
-        webbrowser.open(url + ("?" + urlencode({"key": key}) if key else ""))
+        # (never the key: a browser's command line is there for every user of the machine to read; a code taken
+        # once within a minute instead)
+        webbrowser.open(url + ("?" + urlencode({"code": one_time_code(server)}) if key else ""))
     return _serve_until_interrupted(server)
 
 

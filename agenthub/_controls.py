@@ -5,7 +5,7 @@ line's modules outside ``agenthub.apps`` (``jobs.batch_cli``) escape with it too
 import re
 from typing import Any
 
-__all__ = ["printable", "safe", "is_terminal", "shown_for"]
+__all__ = ["printable", "safe", "is_terminal", "shown_for", "dollars"]
 
 #: C0 controls but tab and newline, DEL, and the C1 controls (ESC [ / OSC 52 / CSI as one byte ...)
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -16,6 +16,13 @@ def _shown(match: Any) -> str:
     if code < 0x20:
         return "^" + chr(code + 64)  # ESC -> ^[ , as less and git show it
     return "^?" if code == 0x7f else "<{:02X}>".format(code)
+
+
+def dollars(amount: float) -> str:
+    """A price as the command line shows it, without its ``$``: to the millionth (``0.000018``, ``1.5``; trailing
+    zeros dropped, ``0.00`` for nothing), so a cheap job or turn is never shown as costing ``0.0000``."""
+    text = "{:.6f}".format(amount).rstrip("0")
+    return text + "00" if text.endswith(".") else text
 
 
 def printable(text: str) -> str:

@@ -6,6 +6,12 @@ Every request header is secret except the few that describe the exchange itself
 whatever a caller added through ``default_headers`` or ``extra_headers``.  Their
 values are replaced by ``***`` in error messages, logs, traces and recordings.
 ``user:password@`` in a URL is shown as ``***@``.
+
+In a JSON body the caller wrote (``extra_body``), a field named like a credential (``is_secret_name``:
+``api_key``, ``apiKey``, ``key``, ``token``, ``access_token``, ``x_secret``, ``password``, ``auth``,
+``authorization``, ``credentials``, ``cookie``, ...; not ``max_tokens`` nor ``prompt_cache_key``) holds a
+secret: every string under it, at any depth.  Traces show them as ``***``; recordings and errors scrub
+their values (``named_secrets``) as they scrub a header's.
 """
 
 import re
@@ -15,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 __all__ = ["PUBLIC_HEADERS", "is_public_header", "secret_values", "redact_headers", "redact_url", "url_secrets",
            "scrub_text", "body_secrets", "redact_mcp_servers", "url_query_secrets", "redact_url_query",
            "SECRET_ENV_NAME", "env_secrets", "scrub_free_text", "text_secrets", "shown_url",
-           "request_url_secrets"]
+           "request_url_secrets", "is_secret_name", "named_secrets", "redact_named"]
 
 #: request headers whose values are not credentials (all others are treated as secret)
 PUBLIC_HEADERS = frozenset((
@@ -158,7 +164,12 @@ def redact_url_query(url: Any) -> Any:
     except ValueError:
         return url.split("?", 1)[0] + "?***"
     query = "&".join(piece.split("=", 1)[0] + ("=***" if "=" in piece else "") for piece in parts.query.split("&"))
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+    # the query replaced in the string as written (urlunsplit would turn sqlite:////abs/x.db into sqlite://abs/x.db,
+    # a host): urlsplit takes the fragment at the first "#", then the query at the first "?" before it
+    base, hash_sign, fragment = url.partition("#")
+    if "?" not in base:
+        return url  # (a "?" in the fragment alone: no query)
+    return base.partition("?")[0] + "?" + query + hash_sign + fragment
 
 
 #: what may be a ``user:password@`` in a string that is not a well-formed URL (``https:/u:p@h``, ``htps://...``)
@@ -277,3 +288,65 @@ def scrub_free_text(text: str, secrets: Iterable[str] = ()) -> str:
     if "@" in text or "=" in text:
         values += [s for s in text_secrets(text) if len(s) >= 3]  # a URL's own password, however short
     return scrub_text(text, sorted(set(values), key=len, reverse=True))
+
+
+#: the words of a field name that make its value a credential (``x_secret``, ``access_token``, ``authorization``)
+_SECRET_WORDS = frozenset(("token", "secret", "secrets", "password", "passwd", "pwd", "passphrase", "authorization",
+                           "auth", "credential", "credentials", "cookie", "cookies", "apikey", "bearer", "jwt"))
+#: what, before ``key``, makes a key a credential (``api_key``, ``secret_key``); ``key`` alone is one too, but not
+#: ``prompt_cache_key`` or ``idempotency_key``
+_KEY_KINDS = frozenset(("api", "access", "secret", "private", "auth", "subscription", "client", "signing", "master",
+                        "license", "account", "app", "session", "service", "x"))
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def is_secret_name(name: Any) -> bool:
+    """A JSON field named like a credential: a word of it (split at ``_``, ``-``, ``.``, spaces and camelCase)
+    is ``token``, ``secret``, ``password``, ``auth``, ``authorization``, ``credential(s)``, ``cookie``,
+    ``apikey``, ...; or it is ``key`` (or ``keys``), alone or after ``api``, ``access``, ``secret``,
+    ``private``, ``client``, ``session``, ...  (``max_tokens``, ``prompt_cache_key`` are not)."""
+    if not isinstance(name, str):
+        return False
+    words = [word.lower() for word in _WORDS.findall(name)]
+    if not words:
+        return False
+    if any(word in _SECRET_WORDS for word in words):
+        return True
+    if words[-1] in ("key", "keys"):
+        return len(words) == 1 or words[-2] in _KEY_KINDS
+    return False
+
+
+def _named(value: Any, secret: bool, found: List[str], depth: int = 0) -> None:
+    if depth > 64:  # (extra_body is checked to be bounded JSON; a deeper one is not walked further)
+        return
+    if isinstance(value, str):
+        if secret:
+            found.append(value)
+    elif isinstance(value, Mapping):
+        for name, item in value.items():
+            _named(item, secret or is_secret_name(name), found, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _named(item, secret, found, depth + 1)
+
+
+def named_secrets(value: Any) -> List[str]:
+    """The strings of ``value`` (JSON-like: the caller's ``extra_body``) under a field named like a credential
+    (``is_secret_name``), at any depth, each at least MIN_SECRET characters, longest first: to scrub, as a
+    header's value is."""
+    found = []  # type: List[str]
+    _named(value, False, found)
+    return sorted({s for s in found if len(s) >= MIN_SECRET}, key=lambda s: (-len(s), s))
+
+
+def redact_named(value: Any, secret: bool = False) -> Any:
+    """``value`` (JSON-like) safe to show: every string under a field named like a credential is ``***``,
+    whatever its length."""
+    if isinstance(value, str):
+        return "***" if secret else value
+    if isinstance(value, Mapping):
+        return {name: redact_named(item, secret or is_secret_name(name)) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_named(item, secret) for item in value]
+    return value

@@ -348,9 +348,22 @@ def start_call(call: Attempt, hooks: Sequence[AttemptHook]) -> Optional[Iterable
     return call.answer
 
 
-def end_call(call: Attempt, hooks: Sequence[AttemptHook]) -> None:
+def each_hook(hooks: Sequence[AttemptHook], method: str, call: Attempt) -> None:
+    """``hook.<method>(call)`` for every hook, whatever one raises (a budget's settlement failing on its store must
+    not skip the limiter's, nor the caller's hooks); then the first error, if one raised."""
+    first = None  # type: Optional[BaseException]
     for hook in hooks:
-        hook.on_call_end(call)
+        try:
+            getattr(hook, method)(call)
+        except BaseException as exc:  # noqa: BLE001 - raised below, once every hook ran
+            if first is None:
+                first = exc
+    if first is not None:
+        raise first
+
+
+def end_call(call: Attempt, hooks: Sequence[AttemptHook]) -> None:
+    each_hook(hooks, "on_call_end", call)
 
 
 def answered(call: Attempt, events: Iterable[Any]) -> Iterator[Any]:
@@ -446,6 +459,10 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
             raise
         return body
 
+    def shown_secrets() -> List[str]:
+        """What the DEBUG record of this attempt must not show (what the error of it is scrubbed of)."""
+        return secrets(call.sent, call.config) if secrets is not None else []
+
     def failed(exc: AgentHubError, body: Any, started: float, logged: bool, retryable: bool) -> bool:
         """An attempt failed: its error explained and scrubbed, an abort or the deadline winning over it,
         the retry decision (``retryable``: this attempt may be tried again at all), ``on_error``; True
@@ -454,8 +471,8 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
         call.delivered = delivered
         if body is not None and call.status is None:
             call.status, call.headers = body.status, body.headers  # an error answer's head
-        if debug and not logged:
-            log_attempt(call.sent, call.number, started, None, exc)
+        if debug and not logged:  # (the error's request id scrubbed as the error is: a server may echo a key there)
+            log_attempt(call.sent, call.number, started, None, exc, shown_secrets())
         if explain is not None:
             explain(exc, call.sent)
         if exc.__dict__.get("_agenthub_stop") is _STOP:
@@ -528,7 +545,7 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
                     raise StreamProtocolError("{}: resuming a background stream answered one JSON document"
                                               .format(client), client=client)
                 if debug:
-                    log_attempt(call.sent, call.number, started, body, None)
+                    log_attempt(call.sent, call.number, started, body, None, shown_secrets())
                 return body
             except AgentHubError as exc:
                 if body is not None:
@@ -553,7 +570,7 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
                 body = send()
                 outputs = iter(read(body, reopen) if resumes else read(body))
                 if debug:
-                    logged = log_attempt(call.sent, call.number, started, body, None)
+                    logged = log_attempt(call.sent, call.number, started, body, None, shown_secrets())
                 if not stream:
                     for output in outputs:
                         delivered += 1
@@ -614,8 +631,7 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
         call.delivered = delivered
         try:
             if call.answer is None or not whole_call:
-                for hook in hooks:
-                    hook.on_done(call)
+                each_hook(hooks, "on_done", call)
         finally:
             if whole_call:
                 end_call(call, hooks)
@@ -670,8 +686,10 @@ def _is_transport(error: BaseException) -> bool:
     return isinstance(error, TransportError)
 
 
-def log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:
-    """One DEBUG record for one HTTP attempt (no key, header or body in it)."""
+def log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException],
+                secrets: Sequence[str] = ()) -> bool:
+    """One DEBUG record for one HTTP attempt (no key, header or body in it; ``secrets`` scrubbed from the request
+    id the server sent, which it may have made of what it was sent)."""
     from .answers import request_id
     from .errors import safe_url
 
@@ -683,6 +701,10 @@ def log_attempt(request: Any, attempt: int, started: float, body: Any, error: Op
         status = getattr(body, "status", None)
         found = request_id(getattr(body, "headers", None))
         outcome = ""
+    if isinstance(found, str) and secrets:
+        from ._redact import scrub_text
+
+        found = scrub_text(found, secrets)
     logger.debug("HTTP %s %s status=%s request_id=%s attempt=%d elapsed=%.0f ms%s", getattr(request, "method", "?"),
                  safe_url(getattr(request, "url", None)), status, found, attempt + 1,
                  (time.monotonic() - started) * 1000, outcome)

@@ -23,7 +23,7 @@ import uuid
 from typing import Any, Dict, List, Mapping, Optional, Set, Union
 
 from .attempts import AttemptHook
-from .errors import BudgetExceededError, ConfigError
+from .errors import AgentHubError, BudgetExceededError, ConfigError
 from .estimate import IMAGE_TOKENS, MEDIA_TOKENS, estimate_tokens  # the local estimate (written once there)
 from .stores import LEASE_SECONDS, check_key, open_store
 from .stores.base import Renewer
@@ -159,8 +159,18 @@ class Budget(object):
                         model, " for tier {!r}".format(tier) if tier else " for batch" if batch else ""))
             return Reservation(self, model, 0.0, tier, batch, priced=False, at=sent)
         hold_id = uuid.uuid4().hex
-        ok, held = self.store.budget_hold(self.key, self.max_usd, needed, hold_id,
-                                          None if self._leases is None else self._leases.lease)
+        try:
+            ok, held = self.store.budget_hold(self.key, self.max_usd, needed, hold_id,
+                                              None if self._leases is None else self._leases.lease)
+        except AgentHubError as exc:
+            # the store may have held it and its answer been lost (a connection cut, a timeout): the lease thread
+            # lets it go as soon as the store answers, not left to expire and count its worst case for a request
+            # never sent (a hold never written: nothing to let go; a store never reached, a refusal, a corrupt row:
+            # nothing was held)
+            if self._leases is not None and getattr(exc, "retryable", False) and \
+                    not exc.__dict__.get("_agenthub_unsent"):
+                self._leases.settle_later(hold_id, needed, None)
+            raise
         if not ok:
             raise BudgetExceededError(
                 "the request to {} could cost ${:.6f} (input {} tokens, up to {} output tokens); the budget "
@@ -186,13 +196,19 @@ class Budget(object):
 
     def _finish(self, hold_id: str, held: float, actual: Optional[float]) -> None:
         # (a hold the store no longer has expired and was counted whole: the store puts the difference right;
-        # a store that cannot be reached now raises StoreError, and the hold, no longer renewed, expires and
-        # counts its whole worst case)
+        # a store that cannot be reached now raises StoreError, and the lease thread keeps the hold renewed and
+        # settles it once the store answers: done twice, a settlement counts once)
         try:
             self.store.budget_finish(self.key, hold_id, held, actual)
-        finally:
+        except AgentHubError as exc:
             if self._leases is not None and hold_id:
-                self._leases.discard(hold_id)
+                if getattr(exc, "retryable", False):
+                    self._leases.settle_later(hold_id, held, actual)  # (unreachable for now: settled once it answers)
+                else:
+                    self._leases.discard(hold_id)  # (refused: a corrupt or lost account; the hold expires)
+            raise
+        if self._leases is not None and hold_id:
+            self._leases.discard(hold_id)
 
     def __reduce__(self) -> Any:
         if self.store.shared:  # a copy in another process draws from the same shared account
@@ -201,9 +217,13 @@ class Budget(object):
                           "give each process its own Budget, or share one store: Budget(max_usd, store=URL)")
 
     def __repr__(self) -> str:
-        spent, held, _ = self.store.budget_totals(self.key)
-        return "Budget(max_usd={:g}, spent_usd={:g}, reserved_usd={:g}{})".format(
-            self.max_usd, spent, held, ", store={!r}, key={!r}".format(self.store.url, self.key)
+        try:
+            spent, held, _ = self.store.budget_totals(self.key)
+            totals = "spent_usd={:g}, reserved_usd={:g}".format(spent, held)
+        except AgentHubError as exc:  # (a repr never raises: logs and tracebacks show it)
+            totals = "spent_usd=?, reserved_usd=? (the store cannot answer: {})".format(type(exc).__name__)
+        return "Budget(max_usd={:g}, {}{})".format(
+            self.max_usd, totals, ", store={!r}, key={!r}".format(self.store.url, self.key)
             if self.store.shared else "")
 
 

@@ -40,6 +40,7 @@ import collections.abc
 import itertools
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -64,7 +65,8 @@ from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_pairs, check_distinct_header_names,
+from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_choice_has_tools,
+                       check_tool_pairs, check_distinct_header_names,
                        check_header_name, check_header_value, check_message, check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
@@ -237,6 +239,11 @@ class AutoLLMClient(object):
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
         self._host = hosts.client_type(kind).host  # where the request goes, how it is authorised
         self._endpoint = Endpoint(kind, url, key, default_headers, quirks, model)
+        if self._host.check_headers is not None:
+            self._host.check_headers(default_headers or {}, self._endpoint, "default_headers")
+            headers = getattr(session, "headers", None)  # (requests adds them under the request's own)
+            if isinstance(headers, Mapping):
+                self._host.check_headers(headers, self._endpoint, "session.headers")
         #: gen_ai.provider.name of this route: the registry row the caller chose (a preset at any base_url, the
         #: model's row at its vendor's hosts), else the vendor of a known host, else the client-type row's
         self._provider = registry.provider_name(kind, url_host(url), registry.chosen_route(model, client_type,
@@ -358,6 +365,7 @@ class AutoLLMClient(object):
 
     def _plan(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> Any:
         """``plan`` with ``cfg`` already checked (``check_config``'s result: checked once per call)."""
+        check_tool_choice_has_tools(cfg)
         checked = self._checked
         same = check_messages(messages, checked)
         return apply_extras(self._build(list(messages), cfg, prior=Prior(checked.stash, same or 0)), cfg)
@@ -468,6 +476,8 @@ class AutoLLMClient(object):
         takes it: ``build_request.takes_prior``)."""
         record = self._protocol
         build = record.build_request
+        if config.get("extra_headers") and self._host.check_headers is not None:
+            self._host.check_headers(config["extra_headers"], self._endpoint, "config['extra_headers']")
         for key in LONGRUN_KEYS:
             if config.get(key) and key not in record.accepts:
                 raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
@@ -974,11 +984,20 @@ class AutoLLMClient(object):
                     continue
             here = url_origin(url) is not None and url_origin(url) == url_origin(self._endpoint.base_url)
             pin = self._endpoint.quirks.get("anthropic_version") if getattr(self, "_anthropic_pin", False) else None
-            return AutoLLMClient(entry, key if here else None, timeout=self.timeout, max_retries=self.max_retries,
-                                 max_line_bytes=self.max_line_bytes, budget=self.budget, session=shared,
-                                 default_headers=self._endpoint.headers if here else None,
-                                 anthropic_version=pin if kind is not None and hosts.client_type(
-                                     kind).dialect == "anthropic" else None)
+            try:
+                return AutoLLMClient(entry, key if here else None, timeout=self.timeout, max_retries=self.max_retries,
+                                     max_line_bytes=self.max_line_bytes, budget=self.budget, session=shared,
+                                     default_headers=self._endpoint.headers if here else None,
+                                     anthropic_version=pin if kind is not None and hosts.client_type(
+                                         kind).dialect == "anthropic" else None)
+            except ConfigError as exc:
+                if type(exc) is not ConfigError:
+                    raise
+                # which entry, and what helps: its own key variable (an api_key= here would be this client's)
+                words = re.sub(r"\bpass api_key= or set ([A-Z0-9_]+(?: or [A-Z0-9_]+)*)",
+                               r"set \1 (a fallback named by model reads its provider's own key variable), or give "
+                               r"the entry as a client with its own key", str(exc))
+                raise ConfigError("fallbacks entry {!r}: {}".format(entry[:80], words)) from None
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
 
@@ -1026,6 +1045,7 @@ class AutoLLMClient(object):
         few public ones (a gateway's own auth header too), extra_headers whatever their names, mcp_servers'."""
         extra = self.credential_values() + list(((config or {}).get("extra_headers") or {}).values())
         extra.extend(body_secrets(getattr(request, "body", None)))  # config["mcp_servers"] credentials
+        extra.extend(getattr(request, "secrets", None) or ())  # extra_body's fields named like a credential
         extra.extend(_transport().session_secrets(self._session))  # session= headers and auth, a proxy's
         return sorted(set(secret_values(getattr(request, "headers", None), extra)), key=len, reverse=True)
 

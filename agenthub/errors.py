@@ -8,15 +8,19 @@
     │   ├── UnsupportedParameterError               .client .parameter
     │   └── UnsupportedOperationError               .client .operation
     ├── TransportError(AgentHubError, ConnectionError)
-    │                                               connect/read failure or timeout (cause chained)
+    │                                               connect/read failure or timeout (cause chained):
+    │                                               .timeout .deadline .aborted .url
     ├── UpstreamError                               HTTP error or in-stream error payload:
     │   │   .client .status .error_type .code .message .retry_after
-    │   │                                           .request_id .retryable
+    │   │                                           .request_id .retryable .url .hint
     │   ├── AuthenticationError                     401 / 403
     │   ├── RateLimitError                          429
     │   └── ServerError                             5xx, 529 overloaded
     ├── BudgetExceededError                         .spent_usd .limit_usd .needed_usd: a request
     │                                               that could exceed an agenthub.Budget, never sent
+    ├── OutputValidationError                       typed output (client.parse) that never validated:
+    │                                               .candidate_text .candidate_json .problems .attempts
+    ├── OutputRefusedError                          typed output the model refused: .refusal .attempts
     └── StreamError
         ├── StreamProtocolError                     stream cut before its terminal marker,
         │                                           or a payload that breaks the protocol
@@ -24,7 +28,9 @@
         │       .client .tool_name .tool_call_id .raw_arguments_length .raw_arguments_preview
         └── EmptyResponseError                      .client .finish_reason .usage_metadata
 
-Every error has ``.retryable`` (False unless the failure is transient).
+Every error has ``.retryable`` (False unless the failure is transient).  Beyond this module:
+``agenthub.stores.StoreError``, ``agenthub.agent.JournalError``, ``agenthub.typeschema.ConversionError``
+and ``agenthub.mcp.MCPError`` (docs/reliability.md, "Errors").
 
 The promise (as h11 makes it): bad input from a caller or a server raises an
 AgentHubError subclass; anything else escaping the library is a bug.

@@ -112,6 +112,11 @@ class Predictor(object):
             stub = JobRow(id=rid, model=str(fields.get("model") or ""), messages=[], line=index + 1)
             return error_row(stub, exc, attempts=0, backend="ray")
 
+    def _invalid(self, index: int, reason: str) -> Dict[str, Any]:
+        """The error row of a ``text`` line that is no job line (not JSON, not an object)."""
+        stub = JobRow(id="row-{}".format(index), model=self.model or "", messages=[], line=index + 1)
+        return error_row(stub, ConfigError(reason), attempts=0, backend="ray")
+
     def rows(self, batch: Any) -> List[Any]:
         """The batch's rows: from a ``text`` column of job lines, or from job-file field columns."""
         if isinstance(batch, Mapping):  # batch_format "numpy" / "default": column -> array
@@ -124,10 +129,14 @@ class Predictor(object):
             if "text" in columns and "messages" not in columns:
                 try:
                     fields = json.loads(_plain(columns["text"][i]))
-                except ValueError as exc:
-                    fields = {"_bad": str(exc)}
+                except (ValueError, RecursionError) as exc:  # (its row's error, in a job file's words)
+                    out.append(self._invalid(i, "not valid JSON ({})".format(exc) if isinstance(exc, ValueError)
+                                             else "nested too deeply to be read as JSON"))
+                    continue
                 if not isinstance(fields, dict):
-                    fields = {"_bad": "not a JSON object"}
+                    out.append(self._invalid(i, "a job line must be a JSON object, got {}".format(
+                        type(fields).__name__)))
+                    continue
             else:
                 fields = {name: _plain(values[i]) for name, values in columns.items()}
             out.append(self._row(fields, i))
@@ -194,6 +203,7 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
     if limiter_store is not None:  # a bad or unreachable store refused here, before anything is sent
         RateLimiter(rpm, tpm, store=limiter_store, key=limiter_key).store.close()
     summary = JobSummary(total=len(job), skipped=skipped)
+    errored = job.ids.errored_count()  # (rows skipped for an error row written before)
     show = Progress(progress, summary.total, summary.skipped)
     counter = Job(None, {}, None, RateLimiter(), summary, show, 0)  # type: ignore[arg-type]
     writer = OutputWriter(output_path, retry_failed=retry_failed, retry_ids=job.ids)
@@ -206,7 +216,7 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
                 summary.failed += 1
         count = 0
         with open(todo_path, "w", encoding="utf-8") as todo:
-            for row in iter_rows(input_path, check=False):
+            for row in iter_rows(input_path, check=False, stop=job.size):
                 if not job.ids.is_done(row.id):
                     todo.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
                     count += 1
@@ -232,6 +242,7 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
             os.unlink(os.path.join(folder, name))
         os.rmdir(folder)
         summary.wall_s = time.monotonic() - started
+        summary.failed_total = summary.failed + errored
     show.end(summary)
     return summary
 

@@ -379,9 +379,10 @@ def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = N
         finish = "tool_call"
     if not substantive and not end.replayable:
         raise EmptyResponseError(
-            "the {} response finished with no text, tool call or media (finish_reason={})".format(
-                client or "provider", finish
-            ),
+            "the {} response finished with no text, tool call or media (finish_reason={}){}".format(
+                client or "provider", finish, ": max_tokens ran out before an answer began (thinking spends them "
+                                              "too): raise max_tokens, or lower thinking_level"
+                if finish == "length" else ""),
             client=client,
             finish_reason=finish,
             usage_metadata=usage,

@@ -23,7 +23,8 @@ stopped reading: its terminal marker, or an early ``break``, which then replays 
 connection that broke or timed out there is noted as the response's ``read_error`` and replays as
 the same TransportError after the same bytes, so a retry the live call made is made again). No
 header of the request is kept, and the values of its credential headers (and the MCP credentials of
-its body) are scrubbed from everything written, also where the response quotes them in a JSON
+its body, and what the caller's ``extra_body`` holds under fields named like a credential, ``{"api_key":
+...}``: ``agenthub._redact.is_secret_name``) are scrubbed from everything written, also where the response quotes them in a JSON
 string's escapes. Each exchange takes the first number free in the folder, so several recorders
 (threads, processes) writing into one folder keep every exchange; ``record_session`` makes or
 empties the folder when it starts (a ConfigError when it cannot). A numbered ``.json`` that is not a

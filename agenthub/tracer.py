@@ -6,8 +6,8 @@ is ``{"trace_id", "model", "timestamp", "config", "history"}`` with bytes stored
 ``{"__bytes__": "<base64>"}`` (``load_trace`` turns them back into bytes).  A trace_id
 that would escape the cache directory (``..``, an absolute path, a drive) is a
 ConfigError.  Traces never hold a key: the config and the history are all there is
-(the values of ``extra_headers``, and the MCP credentials of ``mcp_servers`` and ``extra_body``, are
-written as ``***``).
+(the values of ``extra_headers``, the MCP credentials of ``mcp_servers`` and ``extra_body``, and what
+``extra_body`` holds under fields named like a credential, ``{"api_key": ...}``, are written as ``***``).
 
 Checked when the stream is created (ConfigError, nothing sent): a trace_id is at most
 ``MAX_TRACE_ID`` characters, each of its ``/``-separated parts at most ``MAX_PART``
@@ -51,7 +51,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ._redact import body_secrets, redact_mcp_servers, scrub_text
+from ._redact import body_secrets, named_secrets, redact_mcp_servers, redact_named, scrub_text
 from .attempts import AttemptHook, same_route
 from .errors import ConfigError
 from .stream import surrogates_escaped, surrogates_shown
@@ -181,10 +181,11 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
             cfg[key] = {name: "***" for name in cfg[key]}
     if cfg.get("mcp_servers"):  # their header values are credentials too
         cfg["mcp_servers"] = redact_mcp_servers(cfg["mcp_servers"])
-    if isinstance(cfg.get("extra_body"), Mapping):  # as sent: MCP credentials in it are the client's to scrub too
-        secrets = body_secrets(cfg["extra_body"])
-        if secrets:
-            cfg["extra_body"] = _scrubbed(cfg["extra_body"], secrets)
+    if isinstance(cfg.get("extra_body"), Mapping):  # as sent: MCP credentials in it are the client's to scrub too,
+        # and every field named like a credential ({"api_key": ...}: _redact.is_secret_name) is ***
+        secrets = sorted(set(body_secrets(cfg["extra_body"])) | set(named_secrets(cfg["extra_body"])), key=len,
+                         reverse=True)
+        cfg["extra_body"] = _scrubbed(redact_named(cfg["extra_body"]), secrets)
     cfg["model"] = model
     document = {
         "trace_id": trace_id,

@@ -439,6 +439,7 @@ def _send(session: requests.Session, request: HttpRequest, timeout: Limits, clie
     if not any(name.lower() == "accept-encoding" for name in headers):
         headers["Accept-Encoding"] = "gzip, deflate"  # the codings inflated here in bounded pieces
     _local.watch = watch
+    _local.secrets = request.secrets  # (what a recording adapter scrubs beside the headers': extra_body's named ones)
     response = None
     failure = None  # type: Optional[Tuple[TransportError, Optional[BaseException]]]
     # a base URL's user:password@ never replaces the Authorization the request carries (requests would build
@@ -456,6 +457,7 @@ def _send(session: requests.Session, request: HttpRequest, timeout: Limits, clie
         failure = (_transport_error(client, _where(request), exc, timeout, proxy), _safe_cause(exc, request))
     finally:
         _local.watch = None
+        _local.secrets = ()
         if watch is not None and response is None:
             watch.detach(None)  # the request failed: its connection is no longer ours
     if failure is not None:
@@ -1133,6 +1135,14 @@ class _ReplayBody(object):
         pass
 
 
+def _request_secrets(request: Any) -> List[str]:
+    """What a recording scrubs from a prepared request's exchange (and a replay from the request it compares):
+    every header value but the public ones', the URL's credentials, the body's MCP credentials, and the values
+    the caller's extra_body holds under fields named like a credential (the request agenthub is sending now)."""
+    named = [s for s in getattr(_local, "secrets", None) or () if isinstance(s, str)]
+    return secret_values(request.headers, named) + request_url_secrets(request.url) + body_secrets(request.body)
+
+
 class ReplayAdapter(requests.adapters.BaseAdapter):
     """Answers every request from a cassette; nothing reaches the network.
 
@@ -1151,7 +1161,7 @@ class ReplayAdapter(requests.adapters.BaseAdapter):
 
         # the credentials recording scrubs, scrubbed from the request before it is compared (a recorded *** is
         # whatever credential the replaying request carries there)
-        secrets = secret_values(request.headers) + request_url_secrets(request.url) + body_secrets(request.body)
+        secrets = _request_secrets(request)
         answer = self.cassette.play(request.method, request.url, request.body, secrets)
         status, headers, body = answer[:3]
         failure = answer[3] if len(answer) > 3 else None
@@ -1275,7 +1285,7 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
         response = sender(request, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
         # every header value but the public ones (content type, user agent, ...) is a secret: a
         # gateway's own auth header, a cookie, whatever the caller added
-        secrets = secret_values(request.headers) + request_url_secrets(request.url) + body_secrets(request.body)
+        secrets = _request_secrets(request)
         method, url, body = request.method, request.url, request.body
         status, headers = response.status_code, dict(response.headers)
 

@@ -343,6 +343,9 @@ class HttpRequest:
     output_limit: Tuple[str, ...] = field(default=(), repr=False)
     #: the JSON text of the body's message list made beforehand (``providers._common.Encoded``), or None
     encoded: Any = field(default=None, repr=False, compare=False)
+    #: values of the body to scrub wherever the request is shown or recorded (errors, cassettes): what the
+    #: caller's ``extra_body`` holds under fields named like a credential (``_redact.named_secrets``)
+    secrets: Tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __repr__(self) -> str:  # the URL as an error's url field shows it (no user:password@, no ?key=)
         from .errors import safe_url

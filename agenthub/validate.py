@@ -19,6 +19,7 @@ from collections.abc import Mapping as _Mapping  # (isinstance: typing.Mapping a
 from collections.abc import Sequence as _Sequence  # (likewise)
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ._redact import is_secret_name
 from .errors import ConfigError
 from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
 
@@ -81,10 +82,11 @@ def _check_text(value: Any, where: str) -> None:
 
 
 def check_json(value: Any, where: str, allow_bytes: bool = False) -> None:
-    """ConfigError unless ``value`` is a JSON value (see the module docstring)."""
-    stack = [(value, where, 0)]
+    """ConfigError unless ``value`` is a JSON value (see the module docstring).  A value under a field named
+    like a credential (``{"api_key": b"..."}``: ``_redact.is_secret_name``) is named by its type alone."""
+    stack = [(value, where, 0, False)]
     while stack:
-        value, at, depth = stack.pop()
+        value, at, depth, secret = stack.pop()
         if value is None or isinstance(value, (bool, int)):
             continue
         if isinstance(value, str):
@@ -102,13 +104,14 @@ def check_json(value: Any, where: str, allow_bytes: bool = False) -> None:
                     raise ConfigError("{} has a key of type {} ({}): JSON object keys are strings".format(
                         at, type(key).__name__, _short(key)))
                 _check_text(key, "a key of " + at)
-                stack.append((inner, "{}[{!r}]".format(at, key), depth + 1))
+                stack.append((inner, "{}[{!r}]".format(at, key), depth + 1, secret or is_secret_name(key)))
         elif isinstance(value, (list, tuple)):
             for i, inner in enumerate(value):
-                stack.append((inner, "{}[{}]".format(at, i), depth + 1))
+                stack.append((inner, "{}[{}]".format(at, i), depth + 1, secret))
         else:
-            raise ConfigError("{} is a {} ({}): only dicts, lists, strings, numbers, booleans and None "
-                              "can be sent as JSON".format(at, type(value).__name__, _short(value)))
+            raise ConfigError("{} is a {}{}: only dicts, lists, strings, numbers, booleans and None "
+                              "can be sent as JSON".format(at, type(value).__name__,
+                                                           "" if secret else " ({})".format(_short(value))))
 
 
 _INVISIBLE = {"\u00a0": "a no-break space", "\u00ad": "a soft hyphen", "\u200b": "a zero-width space",
@@ -278,6 +281,17 @@ def _tool_choice(key: str, value: Any, config: Dict[str, Any]) -> Any:
             raise ConfigError("config['tool_choice'] names tool(s) not in config['tools']: {}".format(missing))
         return list(value)
     raise _bad(key, "'auto', 'required', 'none' or a non-empty list of tool names", value)
+
+
+def check_tool_choice_has_tools(config: Mapping[str, Any]) -> None:
+    """``tool_choice: "required"`` with no tool to call (no ``tools``, no ``mcp_servers``, no tools in
+    ``extra_body``): no model can meet it (Chat Completions answers 400).  Checked on the request a client
+    plans, not on a config alone (``agenthub serve``'s default_config may force tools its callers send)."""
+    extra = config.get("extra_body")
+    if config.get("tool_choice") == "required" and not config.get("tools") and not config.get("mcp_servers") and not (
+            isinstance(extra, _Mapping) and ("tools" in extra or "toolConfig" in extra)):
+        raise ConfigError("config['tool_choice'] 'required' needs a tool to call: config['tools'] has none "
+                          "(give the tools, or leave tool_choice out)")
 
 
 def _image_config(key: str, value: Any, config: Dict[str, Any]) -> Any:

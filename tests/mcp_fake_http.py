@@ -258,6 +258,9 @@ class Handler(BaseHTTPRequestHandler):
             text = args.get("text", "") if name == "echo" else "region header: {}".format(
                 self.headers.get("Mcp-Param-Region"))
             return self._json(200, self._result(ident, {"content": [{"type": "text", "text": text}]}, modern))
+        if name == "whoami":  # a debugging tool that shows the request's credentials in its result
+            text = "you are {} at {}".format(self.headers.get("Authorization"), self.path)
+            return self._json(200, self._result(ident, {"content": [{"type": "text", "text": text}]}, modern))
         if name == "notify":
             with LOCK:
                 LISTS[0] += 1

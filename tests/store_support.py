@@ -82,6 +82,28 @@ def killed_after(script, args, env, lines):
         child.stdout.close()
 
 
+def fake_redis_store():
+    """A RedisStore on fakeredis (its Lua scripts run by lupa); the test is skipped without them."""
+    import pytest
+
+    fakeredis = pytest.importorskip("fakeredis")
+    pytest.importorskip("lupa")  # fakeredis runs Lua scripts with it
+    from agenthub.stores.redis import RedisStore
+
+    return RedisStore("redis://fake:6379/0", client=fakeredis.FakeRedis())
+
+
+def made_store(kind, tmp_path):
+    """A store of ``kind``: "memory", "sqlite" (a file in ``tmp_path``) or "fakeredis"."""
+    from agenthub.stores import MemoryStore, open_store
+
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        return open_store("sqlite:///" + str(tmp_path / "state.db"))
+    return fake_redis_store()
+
+
 # -- worker processes (module-level functions: multiprocessing spawn imports them by name) -------------
 
 def _user(text):
@@ -144,3 +166,85 @@ def hold_and_wait(store, ready_path, lease):
     with open(ready_path, "w") as handle:
         handle.write(str(os.getpid()))
     time.sleep(120)
+
+
+class DroppingProxy(object):
+    """A TCP proxy on 127.0.0.1 to a Redis server that, once, forwards a command holding ``marker`` (bytes: a
+    script's sha) to the server, reads the server's reply and closes the client's connection instead of passing
+    the reply on: the command was done, its reply lost (a connection reset, a timeout); ``forward=False``: closes
+    it without sending the command on (the server never saw it).  Threads: one accepting,
+    one per connection; all ended by ``close``."""
+
+    def __init__(self, port, marker, forward=True):
+        import threading
+
+        self.port, self.marker, self.dropped, self.forward = port, marker, 0, forward
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.lock = threading.Lock()
+        self.sockets, self.threads = [], []
+        self.threads.append(threading.Thread(target=self._accept, daemon=True))
+        self.threads[0].start()
+
+    @property
+    def url(self):
+        return "redis://127.0.0.1:{}/0".format(self.listener.getsockname()[1])
+
+    def _accept(self):
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            thread = threading.Thread(target=self._serve, args=(client,), daemon=True)
+            with self.lock:
+                self.threads.append(thread)
+            thread.start()
+
+    def _serve(self, client):
+        try:
+            upstream = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        except OSError:
+            client.close()
+            return
+        with self.lock:
+            self.sockets += [client, upstream]
+        try:
+            while True:
+                data = client.recv(65536)
+                if not data:
+                    return
+                with self.lock:
+                    drop = self.marker in data and not self.dropped
+                    self.dropped += drop
+                if drop and not self.forward:
+                    return  # (not sent: the server never saw it)
+                upstream.sendall(data)
+                reply = upstream.recv(65536)
+                if drop:
+                    return
+                client.sendall(reply)
+        except OSError:
+            return
+        finally:
+            client.close()
+            upstream.close()
+
+    def close(self):
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # (wakes the accepting thread on Linux)
+        except OSError:
+            pass
+        self.listener.close()
+        with self.lock:
+            for sock in self.sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            threads = list(self.threads)
+        for thread in threads:
+            thread.join(10)

@@ -573,6 +573,16 @@ def test_an_around_request_cannot_swallow_the_turns_error():
             client_for(server).run([USER], tools=[get_weather], hooks=[_Swallows()]).result()
 
 
+def test_a_before_call_answer_of_the_wrong_kind_names_none_among_the_right_ones():
+    """before_call may return None (no say: go on); the error for a wrong answer lists it with the others."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO)]), Answer([chat_text("ok")])]
+        with pytest.raises(ConfigError) as info:
+            client_for(server).run([USER], tools=[get_weather], hooks=[Recorder(decide={"c1": 5})]).result()
+    assert str(info.value) == ("a hook's before_call answer for c1 must be None (no say), True, False, a reason "
+                               "(str) or {'arguments': {...}} (got int)")
+
+
 def test_an_on_run_end_that_raises_keeps_the_runs_own_error_and_every_hook_hears_the_end(caplog):
     """The run's error stands (an on_run_end that raised replaced it: the caller saw the hook's RuntimeError, not
     the ServerError), the hooks after it still hear the end (the trace writer's, telemetry's span), and the hook's

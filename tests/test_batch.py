@@ -262,6 +262,51 @@ def test_a_later_process_loads_the_state_and_fetches(fake, tmp_path):
     assert len(read_output(out)) == 3
 
 
+def test_fetch_into_the_input_or_the_state_file_is_refused_and_nothing_is_written(fake, tmp_path):
+    # fetch(IN) read the input's rows as answers: every result skipped, "0 answers written", exit 0, the paid
+    # results never applied (jobs.run refuses an output that is its input; fetch did not)
+    path = _write(tmp_path / "in.jsonl", MIXED[:1])
+    before = (tmp_path / "in.jsonl").read_bytes()
+    os.symlink(path, str(tmp_path / "link.jsonl"))
+    with pytest.raises(ConfigError) as caught:
+        B.submit(path, backend="auto", output_path=str(tmp_path / "link.jsonl"))
+    assert str(caught.value) == "the output file must not be the input file ({})".format(path)
+    assert fake.calls("POST") == []
+    job = B.submit(path, backend="auto")
+    assert job.wait(interval=0.01, timeout=10).done
+    state = (tmp_path / "in.jsonl.batch.json").read_bytes()
+    for target, what, named in ((path, "input", job.input_path), (str(tmp_path / "link.jsonl"), "input",
+                                                                    job.input_path),
+                                (job.state_path, "state", job.state_path)):
+        with pytest.raises(ConfigError) as caught:
+            job.fetch(target)
+        assert str(caught.value) == "the output file must not be the {} file ({})".format(what, named)
+    assert (tmp_path / "in.jsonl").read_bytes() == before and (tmp_path / "in.jsonl.batch.json").read_bytes() == state
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(ConfigError) as caught:
+        job.fetch(str(tmp_path / "folder"))
+    assert str(caught.value) == "{} is a folder, not a file".format(tmp_path / "folder")
+    summary = job.fetch(str(tmp_path / "out.jsonl"))
+    assert (summary.done, summary.skipped) == (1, 0)
+
+
+def test_submit_sends_only_the_lines_its_check_read(fake, tmp_path, monkeypatch):
+    # a line appended between the check and the planning was planned unchecked: here the same id twice, both sent
+    path = _write(tmp_path / "in.jsonl", MIXED[:1])
+    real = B.read_jobs
+
+    def read_then_grow(*args, **kwargs):
+        job = real(*args, **kwargs)
+        with open(path, "a") as handle:
+            handle.write(json.dumps(dict(MIXED[0], messages=_user("again"))) + "\n")
+        return job
+
+    monkeypatch.setattr(B, "read_jobs", read_then_grow)
+    job = B.submit(path, backend="auto")
+    assert [record["ids"] for record in job._state["batches"]] == [["r1"]]
+    assert [[cid for cid, _, _ in batch.requests] for batch in fake.batches.values()] == [["r1"]]
+
+
 def test_fetch_before_the_end_reports_pending_rows(fake, tmp_path):
     path = _write(tmp_path / "in.jsonl", MIXED[:1])
     job = B.submit(path, backend="openai")

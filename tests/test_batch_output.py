@@ -165,6 +165,39 @@ def test_rows_that_do_not_validate_go_into_a_second_round_with_their_problems(mo
     assert round2["gem"]["contents"][2]["parts"] == [{"text": REASK}]
 
 
+def test_fetch_without_the_input_file_is_refused_when_rows_need_it_and_goes_on_when_none_do(monkeypatch, tmp_path):
+    # with the input moved away, a typed row's answer that did not hold was written as a plain answer (no "value",
+    # no re-ask round) and a traced row went untraced: the row's own output type is only in the input
+    out = str(tmp_path / "out.jsonl")
+    path = tmp_path / "in.jsonl"
+    with _fake(monkeypatch, fixes_on_reask) as server:
+        job = B.submit(_write(path, [ROWS[0], ROWS[4]]), backend="openai")
+        assert job.wait(interval=0.01, timeout=10).done
+        assert job._state["input_needed"] == ["output type"]
+        path.rename(tmp_path / "moved.jsonl")
+        with pytest.raises(ConfigError) as caught:
+            B.load(job.state_path).fetch(out)
+        assert str(caught.value) == (
+            "the input file {} is not there, and a fetch reads rows of this job from it (their output type): restore "
+            "it to fetch (nothing was fetched)".format(job.input_path))
+        assert read_output(out) == []
+        (tmp_path / "moved.jsonl").rename(path)
+        summary = B.load(job.state_path).fetch(out)
+        assert (summary.done, summary.pending) == (1, ["chat"])  # (plain answered; chat in its re-ask round)
+        traced = dict(ROWS[4], id="t", config={"trace_id": "tr-1"})
+        other = B.submit(_write(tmp_path / "traced.jsonl", [traced]), backend="openai",
+                         state_path=str(tmp_path / "traced.state"))
+        typed = B.submit(_write(tmp_path / "typed.jsonl", [ROWS[4]]), backend="openai", output=Person,
+                         state_path=str(tmp_path / "typed.state"))
+        plain = B.submit(_write(tmp_path / "plain.jsonl", [ROWS[4]]), backend="openai",
+                         state_path=str(tmp_path / "plain.state"))
+        assert (other._state["input_needed"], typed._state["input_needed"]) == (["trace_id"], ["output type"])
+        assert "input_needed" not in plain._state
+        assert plain.wait(interval=0.01, timeout=10).done
+        (tmp_path / "plain.jsonl").unlink()  # no row needs it: the results are fetched as before
+        assert B.load(plain.state_path).fetch(str(tmp_path / "plain_out.jsonl")).done == 1
+
+
 def test_when_the_rounds_run_out_the_row_is_an_output_validation_error_row(monkeypatch, tmp_path):
     out = str(tmp_path / "out.jsonl")
     with _fake(monkeypatch, never_fixes) as server:

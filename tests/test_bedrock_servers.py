@@ -140,6 +140,47 @@ def test_an_authorization_header_the_caller_set_is_sent_as_every_other_route_sen
                                                 {"authorization": "Bearer gateway-key-0005"}, {}]
 
 
+@pytest.mark.parametrize("default_headers, extra_headers, what, name", [
+    ({"Authorization": "Bearer gateway-key-0006"}, {}, "default_headers", "Authorization"),
+    ({}, {"authorization": "Bearer gateway-key-0007"}, "config['extra_headers']", "authorization"),
+    ({}, {"X-Amz-Date": "20260101T000000Z"}, "config['extra_headers']", "X-Amz-Date"),
+    ({"x-amz-security-token": "caller-token-0008"}, {}, "default_headers", "x-amz-security-token"),
+    ({}, {"Host": "gateway.example"}, "config['extra_headers']", "Host"),
+], ids=["default-authorization", "extra-authorization", "amz-date", "security-token", "host"])
+def test_a_header_the_sigv4_signature_writes_is_refused_before_anything_is_sent(server, default_headers,
+                                                                                extra_headers, what, name):
+    """Under SigV4 the signature writes Authorization, X-Amz-Date, X-Amz-Security-Token and Host: a caller's
+    value under one of those names was replaced silently (never sent); it is a ConfigError naming the header,
+    never its value."""
+    with pytest.raises(ConfigError) as info:
+        list(client(default_headers=default_headers).streaming_response([USER], {"extra_headers": extra_headers}))
+    assert str(info.value) == (
+        "{} sets {!r}, which this Bedrock client's SigV4 signature writes itself: it would be replaced, never sent. "
+        "Leave it out (a gateway that takes its own Authorization is reached with api_key= set to its key, or "
+        "without AWS credentials)".format(what, name))
+    assert server.requests == []
+
+
+def test_a_sessions_authorization_is_refused_under_sigv4_too(server):
+    """requests adds a session's headers under the request's own: the signature's Authorization replaced the
+    session's silently."""
+    import requests
+
+    session = requests.Session()
+    session.headers["Authorization"] = "Bearer gateway-key-0009"
+    try:
+        with pytest.raises(ConfigError) as info:
+            client(session=session)
+        assert str(info.value).startswith("session.headers sets 'Authorization', which this Bedrock client's SigV4 "
+                                          "signature writes itself")
+        assert "gateway-key-0009" not in str(info.value)
+        del session.headers["Authorization"]
+        assert deltas(list(client(session=session).streaming_response([USER]))) == [{"type": "text", "text": "ok"}]
+    finally:
+        session.close()
+    assert [request["auth"]["kind"] for request in server.requests] == ["sigv4"]
+
+
 REASONING_AND_TOOL = [
     bf.message_start(),
     bf.reasoning_delta(0, text="Paris weather: "), bf.reasoning_delta(0, text="call the tool."),

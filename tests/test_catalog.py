@@ -519,6 +519,31 @@ def test_agenthub_models_lists_the_catalog_with_filters(capsys):
     assert "unknown catalog provider 'acme'" in capsys.readouterr().err
 
 
+def test_supports_json_schema_lists_what_the_route_sends_not_only_what_the_sources_say(capsys):
+    """``--supports json_schema`` is the models a ``response_format`` json_schema can be sent to: Claude with
+    structured outputs is listed (the sources say nothing of it; the Anthropic dialect knows the model), and
+    DeepSeek's models are not (the sources say yes, but the DeepSeek route takes JSON mode only and raises)."""
+    from agenthub import AutoLLMClient, UnsupportedParameterError, user
+
+    schema = {"type": "json_schema", "name": "x", "schema": {"type": "object", "properties": {},
+                                                             "additionalProperties": False}}
+    with pytest.raises(UnsupportedParameterError):
+        AutoLLMClient("deepseek-v4-flash", api_key="k").plan([user("x")], {"response_format": schema})
+    AutoLLMClient("claude-sonnet-4-6", api_key="k").plan([user("x")], {"response_format": schema})
+    assert main(["models", "--provider", "deepseek", "--supports", "json_schema"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["", "0 models. " + out[-1].split("0 models. ", 1)[1]]
+    assert main(["models", "--provider", "deepseek"]) == 0
+    line = [row for row in capsys.readouterr().out.splitlines() if row.startswith("    deepseek-v4-flash:")][0]
+    assert line.endswith("text -> text; reasoning, tools")
+    assert main(["models", "--provider", "anthropic", "--supports", "json_schema"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    shown = [row.split(": context ")[0].strip() for row in out if row.startswith("    ")]
+    assert "claude-sonnet-4-6" in shown and "claude-haiku-4-5" in shown and "claude-opus-4-1" in shown
+    assert "claude-3-7-sonnet-20250219" not in shown and "claude-sonnet-4-20250514" not in shown
+    assert [row for row in out if row.startswith("    claude-sonnet-4-6:")][0].endswith("reasoning, tools, json_schema")
+
+
 def test_agenthub_models_without_filters_points_at_the_catalog(capsys):
     assert main(["models"]) == 0
     out = capsys.readouterr().out

@@ -47,6 +47,26 @@ def test_o_sets_any_config_key_with_json_values_and_schema_asks_for_structured_o
     assert server.requests[1]["body"]["response_format"]["json_schema"]["schema"] == strict
 
 
+@pytest.mark.parametrize("extra, words", [
+    (["--trace-id", "y", "-o", "trace_id", "x"], "-o trace_id and --trace-id both set it: give one"),
+    (["-o", "max_tokens", "5", "-o", "max_tokens", "7"], "-o max_tokens is given twice: give it once"),
+    (["--max-tokens", "9", "-o", "max_tokens", "7"], "-o max_tokens and --max-tokens both set it: give one"),
+    (["-s", "Be brief.", "-o", "system_prompt", "Be long."],
+     "-o system_prompt and --system both set it: give one"),
+    (["--thinking", "low", "-o", "thinking_level", "high"],
+     "-o thinking_level and --thinking both set it: give one"),
+    (["--temperature", "1", "-o", "temperature", "0.5"],
+     "-o temperature and --temperature both set it: give one"),
+    (["--background", "-o", "background", "false"], "-o background and --background both set it: give one"),
+])
+def test_a_config_key_set_twice_is_a_config_error_not_one_value_dropped(server, capsys, extra, words):
+    """A flag a -o KEY VALUE overrode (or an earlier -o the next one did) was dropped silently: the trace went
+    under the -o name and --trace-id's was never written.  Now: a ConfigError naming both, nothing sent."""
+    assert main(["chat", "m", "x"] + extra + local(server)) == 1
+    assert capsys.readouterr().err == "error: ConfigError: {}\n".format(words)
+    assert server.requests == []
+
+
 def test_an_unknown_o_key_is_a_config_error_naming_it(server, capsys):
     assert main(["chat", "m", "x", "-o", "temprature", "1"] + local(server)) == 1
     assert "temprature" in capsys.readouterr().err
@@ -117,6 +137,19 @@ def test_no_log_and_agenthub_log_prompts_0_keep_the_conversation_out(server, mon
     assert not os.path.exists(os.path.join(os.environ["AGENTHUB_HOME"], "logs.db"))
     assert main(["chat", "m", "-c", "three"] + local(server)) == 1
     assert "nothing to continue" in capsys.readouterr().err
+
+
+def test_an_unknown_agenthub_log_prompts_value_keeps_the_conversation_out_and_says_so(server, monkeypatch, capsys):
+    """AGENTHUB_LOG_PROMPTS=disabled (or any value that is neither on nor off) meant "off" to whoever set it:
+    the prompt is not written to the log (it was, silently), and stderr says why, once."""
+    server.answers.extend([chat_answer("a")])
+    monkeypatch.setenv("AGENTHUB_LOG_PROMPTS", "disabled")
+    assert main(["chat", "m", "one"] + local(server)) == 0
+    assert not os.path.exists(os.path.join(os.environ["AGENTHUB_HOME"], "logs.db"))
+    err = capsys.readouterr().err
+    assert err.count("AGENTHUB_LOG_PROMPTS") == 1
+    assert ("agenthub: AGENTHUB_LOG_PROMPTS='disabled' is neither on (1, true, yes, on) nor off (0, false, no, off): "
+            "this conversation is not logged\n") in err
 
 
 def test_the_log_holds_no_key(server, monkeypatch, capsys):

@@ -481,3 +481,29 @@ def test_the_first_bad_key_in_the_tables_order_is_the_one_named():
     with pytest.raises(ConfigError) as caught:
         check_config({"tool_choice": ["get"], "tools": [{"name": "other"}]})
     assert str(caught.value) == "config['tool_choice'] names tool(s) not in config['tools']: ['get']"
+
+
+def test_tool_choice_required_with_no_tool_to_call_is_a_config_error_before_sending():
+    """'required' with no tool anywhere can be met by no model (Chat Completions answers 400:
+    "'tool_choice' is only allowed when 'tools' are specified"); it is a ConfigError before anything is sent.
+    Tools the request gets another way (provider-side MCP servers, built-in tools in extra_body) are tools.
+    A config alone may hold it (agenthub serve's default_config, whose callers send the tools)."""
+    from agenthub import AutoLLMClient, user
+    from agenthub.server import make_app
+
+    client = AutoLLMClient("m", client_type="openai-responses", base_url="http://127.0.0.1:9/v1", api_key="k")
+    for config in ({"tool_choice": "required"}, {"tool_choice": "required", "tools": []}):
+        with pytest.raises(ConfigError) as caught:
+            client.plan([user("hi")], config)
+        assert str(caught.value) == ("config['tool_choice'] 'required' needs a tool to call: config['tools'] "
+                                     "has none (give the tools, or leave tool_choice out)")
+        with pytest.raises(ConfigError):
+            client.streaming_response([user("hi")], config)
+    for config in ({"tool_choice": "required", "tools": [{"name": "get"}]},
+                   {"tool_choice": "required", "mcp_servers": [{"url": "https://mcp.example.com/mcp", "name": "docs"}]},
+                   {"tool_choice": "required", "extra_body": {"tools": [{"type": "web_search"}]}},
+                   {"tool_choice": "none"}, {"tool_choice": "auto"}):
+        client.plan([user("hi")], config)
+    check_config({"tool_choice": "required"})
+    make_app({"models": [{"id": "forced", "model": "m", "client_type": "openai-responses", "api_key": "k",
+                          "base_url": "http://127.0.0.1:9/v1", "default_config": {"tool_choice": "required"}}]})

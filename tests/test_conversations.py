@@ -26,7 +26,8 @@ def test_home_follows_agenthub_home_then_the_platform_data_dir(monkeypatch):
 
 
 @pytest.mark.parametrize("value, on", [("", True), ("1", True), ("0", False), ("false", False), ("off", False),
-                                       ("no", False), ("yes", True)])
+                                       ("no", False), ("yes", True), ("On", True), (" true ", True),
+                                       ("disabled", False), ("never", False), ("2", False)])
 def test_agenthub_log_prompts_switches_it(value, on):
     assert enabled(False, {"AGENTHUB_LOG_PROMPTS": value}) is on
     assert enabled(True, {"AGENTHUB_LOG_PROMPTS": value}) is False
@@ -56,6 +57,34 @@ def test_turns_round_trip_with_bytes_and_fidelity_and_latest_is_the_last_touched
     assert md.splitlines()[:3] == ["# Conversation {} (claude-x)".format(first), "", "System: Be brief."]
     assert "22 C and sunny." in md
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_show_and_markdown_name_what_is_not_text(tmp_path, monkeypatch, capsys):
+    """An image, a tool call: ``logs show`` and ``logs export --markdown`` name them, where they used to print
+    nothing (a turn that asked for a tool read as an empty answer; an attached image was not there)."""
+    from agenthub.__main__ import main
+
+    monkeypatch.setenv("AGENTHUB_HOME", str(tmp_path))
+    call = {"role": "assistant", "content_items": [
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Paris"}, "tool_call_id": "c1"}],
+        "usage_metadata": ANSWER["usage_metadata"], "finish_reason": "tool_call", "created_at": 3}
+    url = {"role": "user", "content_items": [
+        {"type": "image_url", "image_url": "https://img.example/a.png?X-Amz-Signature=sig-secret-123"},
+        {"type": "tool_result", "tool_call_id": "c1", "text": "18 C"}], "created_at": 4}
+    with Log(str(tmp_path / "logs.db")) as log:
+        first = log.start("claude-x", "anthropic", "api.anthropic.com")
+        log.add_turn(first, "claude-x", USER, call)
+        log.add_turn(first, "claude-x", url, ANSWER)
+        md = export_markdown(log, first)
+    assert main(["logs", "show", first]) == 0
+    shown = [line.split("] ", 1)[1] for line in capsys.readouterr().out.splitlines()]
+    assert shown == ["you: Weather in Paris? [image/png, 5 bytes]",
+                     'claude-x: [tool call get_weather({"city": "Paris"})]',
+                     "you: [image https://img.example/a.png?X-Amz-Signature=***] 18 C",
+                     "claude-x: 22 C and sunny."]
+    assert "Weather in Paris? [image/png, 5 bytes]" in md.splitlines()
+    assert '[tool call get_weather({"city": "Paris"})]' in md.splitlines()
+    assert "sig-secret-123" not in md
 
 
 def test_the_default_place_is_created_private(tmp_path, monkeypatch):

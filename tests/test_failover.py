@@ -199,6 +199,26 @@ def test_a_missing_key_for_a_fallback_is_found_at_construction(monkeypatch):
         AutoLLMClient("m", client_type="openai-chat", base_url="http://127.0.0.1:1/v1", api_key="k",
                       fallbacks=["claude-sonnet-4-6"])
     assert "ANTHROPIC_API_KEY" in str(info.value)
+    # it names the entry, and says what helps: the entry's own variable ("pass api_key=" would set the primary's)
+    assert str(info.value) == ("fallbacks entry 'claude-sonnet-4-6': no API key for model 'claude-sonnet-4-6' at "
+                               "api.anthropic.com: set ANTHROPIC_API_KEY (a fallback named by model reads its "
+                               "provider's own key variable), or give the entry as a client with its own key")
+    with pytest.raises(ConfigError) as info:
+        AutoLLMClient("m", client_type="openai-chat", base_url="http://127.0.0.1:1/v1", api_key="k",
+                      fallbacks=["acme-model-9"])
+    assert str(info.value).startswith("fallbacks entry 'acme-model-9': cannot route model 'acme-model-9' by its name")
+
+
+def test_chat_says_which_fallback_lacks_its_key(monkeypatch, capsys):
+    from agenthub.__main__ import main
+
+    monkeypatch.delenv("ZAI_API_KEY", raising=False)
+    monkeypatch.setenv("LOCAL_KEY", "k-local-1")
+    assert main(["chat", "m", "hi", "--client-type", "openai-chat", "--base-url", "http://127.0.0.1:1/v1",
+                 "--api-key-env", "LOCAL_KEY", "--fallback", "glm-5.1", "--no-log"]) == 1
+    assert capsys.readouterr().err == (
+        "error: ConfigError: --fallback 'glm-5.1': no API key for model 'glm-5.1' at api.z.ai: set ZAI_API_KEY (a "
+        "fallback named by model reads its provider's own key variable)\n")
 
 
 # -- the circuit breaker ----------------------------------------------------------------------------

@@ -66,6 +66,34 @@ def test_a_retried_error_logs_no_header(caplog):
         assert secret not in text, secret
 
 
+@pytest.mark.parametrize("code", [503, 200])
+def test_a_request_id_made_of_a_credential_is_not_logged(caplog, code):
+    """The DEBUG record of an attempt showed the server's request id as it came: a gateway that makes it of what
+    it was sent (here the X-Auth value) put the credential in the log, the error's request_id being scrubbed."""
+    def script(request):
+        head = {"Content-Type": "application/json" if code != 200 else "text/event-stream",
+                "X-Request-Id": "req-" + request.headers.get("x-auth", "")}
+        if code != 200:
+            return [status(code, head, framing="length"),
+                    send(json.dumps({"error": {"message": "busy", "type": "overloaded"}}).encode())]
+        return [status(200, head), send(b'data: {"choices": [{"index": 0, "delta": {"content": "ok"}}]}\n\n'
+                                        b"data: [DONE]\n\n")]
+
+    with FaultServer(default=script) as server:
+        client = AutoLLMClient("m", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                               default_headers=HEADERS, max_retries=0)
+        with caplog.at_level(logging.DEBUG, logger="agenthub"):
+            if code == 200:
+                list(client.streaming_response(USER))
+            else:
+                with pytest.raises(UpstreamError) as caught:
+                    list(client.streaming_response(USER))
+                assert caught.value.request_id == "req-***"
+    [record] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("HTTP POST")]
+    assert "status={} request_id=req-*** attempt=1".format(code) in record
+    assert "xauth-plain-secret-77" not in "\n".join(r.getMessage() for r in caplog.records)
+
+
 def test_recordings_hold_no_header_value(tmp_path):
     folder = str(tmp_path / "cassette")
 

@@ -39,12 +39,62 @@ def test_batch_run_exit_0_then_resume(tmp_path, capsys):
     assert sorted(r["id"] for r in read_output(out)) == ["q0", "q1"]
 
 
+def test_batch_run_shows_a_cheap_jobs_cost_not_zero(tmp_path, capsys):
+    """Two rows at $0.000009 each: the progress line and the summary say $0.000018 (as chat's usage line
+    prices a turn), not the $0.0000 four decimals made of it."""
+    with JobServer() as server:
+        src = _job(tmp_path, server, ["a", "b"])
+        out = str(tmp_path / "out.jsonl")
+        assert main(["batch", "run", src, "-o", out, "--workers", "1", "--rpm", "6000"]) == 0
+        err = capsys.readouterr().err
+    assert [row["cost_usd"] for row in read_output(out)] == [9e-06, 9e-06]
+    assert "agenthub batch run: 2 done, 0 failed, 0 skipped of 2 rows; 30 tokens, $0.000018; " in err
+    assert "agenthub.jobs: 2/2 rows, " in err and ", 30 tokens, $0.000018\n" in err
+
+
 def test_batch_run_exit_3_when_rows_failed(tmp_path, capsys):
     with JobServer() as server:
         src = _job(tmp_path, server, ["a", "fail:400"])
         out = str(tmp_path / "out.jsonl")
         assert main(["batch", "run", src, "-o", out, "--no-progress"]) == 3
         assert "1 done, 1 failed" in capsys.readouterr().err
+
+
+def test_a_rerun_exits_3_while_rows_have_error_rows_from_before(tmp_path, capsys):
+    # the rerun wrote nothing and exited 0 ("every row has an answer") with q1's error row in the output
+    from agenthub import jobs
+
+    with JobServer() as server:
+        src = _job(tmp_path, server, ["a", "fail:400", "b"])
+        out = str(tmp_path / "out.jsonl")
+        with open(src) as f:
+            lines = f.readlines()
+        with open(src, "w") as f:
+            f.writelines(lines[:2])
+        assert main(["batch", "run", src, "-o", out, "--no-progress"]) == 3
+        capsys.readouterr()
+        with open(src, "a") as f:  # (the file grew: the rerun answers the new row, and q1 keeps its error row)
+            f.write(lines[2])
+        assert main(["batch", "run", src, "-o", out, "--no-progress"]) == 3
+        assert capsys.readouterr().err.startswith(
+            "agenthub batch run: 1 done, 0 failed, 2 skipped of 3 rows; 15 tokens, $")
+        summary = jobs.run(src, out, progress=False)
+        assert (summary.done, summary.failed, summary.skipped, summary.failed_total) == (0, 0, 3, 1)
+        assert main(["batch", "run", src, "-o", out, "--no-progress", "--retry-failed"]) == 3  # (it fails again)
+        assert "0 done, 1 failed, 2 skipped of 3 rows" in capsys.readouterr().err
+        assert server.counts == {"a": 1, "fail:400": 2, "b": 1}
+        with open(out) as f:
+            rows = [json.loads(line) for line in f]
+        assert rows[0]["id"] == "q0" and rows[0]["error"] is None
+        before = dict(rows[0], error={"type": "ConfigError", "message": "x", "status": None})
+        with open(out, "w") as f:  # q0: an error row, then its answer (answered: not an error row of the job)
+            f.writelines(json.dumps(row) + "\n" for row in [before] + rows)
+        summary = jobs.run(src, out, progress=False)
+        assert (summary.skipped, summary.failed_total) == (3, 1)
+        assert main(["batch", "run", src, "-o", out, "--no-progress"]) == 3
+        err = capsys.readouterr().err
+        assert err.startswith("agenthub batch run: 0 done, 0 failed, 3 skipped of 3 rows; 0 tokens, $0.00; ")
+        assert err.endswith(" s; 1 rows have error rows in all (--retry-failed sends them again)\n")
 
 
 def test_batch_run_exit_1_on_a_bad_job_nothing_sent(tmp_path, capsys):

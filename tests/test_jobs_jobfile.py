@@ -390,3 +390,99 @@ def test_a_byte_order_mark_at_the_start_is_read_past_and_one_later_is_a_problem_
     with pytest.raises(ConfigError) as caught:
         read_jobs(str(path))
     assert caught.value.lines == [2] and "line 2: not valid JSON (Unexpected UTF-8 BOM" in str(caught.value)
+
+
+def test_a_byte_order_mark_before_a_blank_first_line_or_alone_is_read_past(tmp_path):
+    # an editor's "UTF-8 with BOM" file whose first line is blank (or that holds nothing else) was refused:
+    # "line 1: not valid JSON (Expecting value: line 2 column 1 (char 1))"
+    from agenthub.jobs import iter_rows
+
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf\r\n" + json.dumps(_line("a")).encode() + b"\n")
+    job = read_jobs(str(path))
+    assert [(row.id, row.line) for row in job.rows] == [("a", 2)] and job.invalid == []
+    assert [(row.id, row.line) for row in iter_rows(str(path))] == [("a", 2)]
+    job.ids.close()
+    for data in (b"\xef\xbb\xbf", b"\xef\xbb\xbf \n\n"):
+        path.write_bytes(data)
+        job = read_jobs(str(path))
+        assert (job.rows, job.invalid, len(job)) == ([], [], 0)
+        job.ids.close()
+
+
+def test_a_bytes_payload_that_is_not_base64_is_its_lines_problem(tmp_path):
+    # Python's lenient base64 dropped what is outside the alphabet: "!!" became b"" (an empty image sent and paid
+    # for), and a data: URL with its prefix raised binascii.Error out of read_jobs (the whole job died untyped)
+    def image(payload):
+        item = {"type": "inline_data", "mime_type": "image/png", "data": {"__bytes__": payload}}
+        return dict(USER, content_items=[item])
+
+    good = base64.b64encode(b"\x89PNG").decode()
+    path = _write(tmp_path, [_line("ok", messages=[image(good)]),
+                             _line("url", messages=[image("data:image/png;base64," + good)]),
+                             _line("bang", messages=[image("!!")]),
+                             _line("cfg", config={"max_tokens": 5, "extra_body": {"blob": {"__bytes__": "a b"}}})])
+    with pytest.raises(ConfigError) as caught:
+        read_jobs(path)
+    words = "holds a {\"__bytes__\": ...} value that is not base64 (the standard alphabet, padded, without a data: " \
+            "URL's prefix)"
+    assert caught.value.lines == [2, 3, 4]
+    assert str(caught.value) == (
+        "the job file {} has 3 problem(s):\n  line 2: 'messages' {w}\n  line 3: 'messages' {w}\n  line 4: 'config' "
+        "{w}\n(nothing was sent; skip_invalid=True / --skip-invalid writes an error row for each invalid line)".format(
+            path, w=words))
+    job = read_jobs(path, skip_invalid=True)
+    assert [row.messages[0]["content_items"][0]["data"] for row in job.rows] == [b"\x89PNG"]
+    assert [(n, row["id"], row["error"]["message"]) for n, row in job.invalid] == [
+        (2, "url", "line 2: 'messages' " + words), (3, "bang", "line 3: 'messages' " + words),
+        (4, "cfg", "line 4: 'config' " + words)]
+    job.ids.close()
+
+
+def test_a_job_file_that_is_not_a_regular_file_is_refused_before_anything_is_read_twice(tmp_path):
+    # a pipe (agenthub batch run <(zcat jobs.jsonl.gz)) was checked whole, its first 2 MB of rows sent, then the
+    # run died with io.UnsupportedOperation (not seekable) and the rows after them never came
+    import threading
+
+    fifo = str(tmp_path / "jobs.fifo")
+    os.mkfifo(fifo)
+
+    def feed():
+        try:
+            with open(fifo, "w") as handle:
+                handle.write(json.dumps(_line("a")) + "\n")
+        except OSError:  # (the reader may have closed first)
+            pass
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        with pytest.raises(ConfigError) as caught:
+            read_jobs(fifo)
+    finally:
+        writer.join(10)
+    assert str(caught.value) == (
+        "the job file {} is not a regular file (a pipe or a device): it is read more than once (checked whole first, "
+        "then sent row by row, and again to resume); write it to a file first".format(fifo))
+    with pytest.raises(ConfigError) as caught:
+        read_jobs(os.devnull)
+    assert "the job file {} is not a regular file".format(os.devnull) in str(caught.value)
+
+
+def test_rows_read_after_the_check_are_the_checked_ones_even_when_the_last_got_its_newline_since(tmp_path):
+    from agenthub.jobs import iter_rows
+
+    path = tmp_path / "in.jsonl"
+    path.write_bytes((json.dumps(_line("a")) + "\n" + json.dumps(_line("b"))).encode())  # (no final newline yet)
+    job = read_jobs(str(path))
+    job.ids.close()
+    with open(str(path), "ab") as handle:  # its newline written since, then a row the check never saw
+        handle.write(b"\r\n" + json.dumps(_line("c")).encode() + b"\n")
+    assert [row.id for row in iter_rows(str(path), stop=job.size)] == ["a", "b"]
+    assert [row.id for row in iter_rows(str(path))] == ["a", "b", "c"]
+    path.write_bytes((json.dumps(_line("a")) + "\n" + '{"id": "b", "mod').encode())  # (torn when checked)
+    job = read_jobs(str(path), skip_invalid=True)
+    job.ids.close()
+    with open(str(path), "ab") as handle:
+        handle.write(b'el": "gpt-4.1-mini", "messages": []}\n')
+    assert [row.id for row in iter_rows(str(path), stop=job.size, check=False)] == ["a"]

@@ -151,6 +151,29 @@ def test_a_transport_error_is_the_attempt_loops_and_a_400_is_the_rows_error(tmp_
     assert "problems" not in rows["d2"]["error"]
 
 
+def test_a_reask_that_fails_keeps_the_paid_answers_before_it_in_the_row_and_the_summary(tmp_path):
+    # the first answer (paid for, and charged by the Budget) did not hold; its re-ask got a 400: the error row had
+    # cost_usd and usage_metadata null, and JobSummary counted nothing (the batch engines keep the earlier rounds')
+    from agenthub import Budget
+
+    bad = Answer([b'{"error": {"message": "bad", "type": "invalid_request_error"}}'], status=400,
+                 headers={"Content-Type": "application/json"})
+    with SSEServer() as server:
+        server.answers += [_answer({"name": "Ann", "age": "forty"}), bad]
+        src = _write(tmp_path / "in.jsonl", [_row(server, "f1", "Ann", output_schema=PERSON)])
+        out = tmp_path / "out.jsonl"
+        budget = Budget(1.0)
+        summary = jobs.run(src, str(out), workers=1, progress=False, budget=budget)
+    row = _by_id(out)["f1"]
+    paid = (20 * 0.15 + 3 * 0.6) / 1e6
+    assert (row["error"]["type"], row["error"]["status"], row["attempts"]) == ("UpstreamError", 400, 2)
+    assert row["usage_metadata"] == {"cached_tokens": None, "prompt_tokens": 20, "thoughts_tokens": None,
+                                     "response_tokens": 3}
+    assert row["cost_usd"] == pytest.approx(paid)
+    assert (summary.failed, summary.tokens) == (1, 23)
+    assert summary.cost_usd == pytest.approx(paid) and budget.spent_usd == pytest.approx(paid)
+
+
 @pytest.mark.parametrize("schema, words", [
     ("a string", "line 1: 'output_schema' must be a JSON Schema object (got 'a string')"),
     ({"type": "object", "properties": {"x": {"type": "strnig"}}}, "line 1: 'output_schema': "),

@@ -342,6 +342,27 @@ def test_an_invalid_line_skipped_with_skip_invalid_is_never_sent(tmp_path):
         ("r0", True), ("r1", False), ("r2", False)]
 
 
+def test_an_invalid_lines_stand_in_id_never_takes_the_id_of_a_row_of_the_file(tmp_path):
+    # line 1 has no usable id: its error row's id was "line-1", which row 2 has as its own id; row 2 was marked
+    # answered by that error row, never sent, and no rerun sent it
+    with JobServer() as server:
+        rows = _rows(server, ["real", "other"])
+        rows[0]["id"], rows[1]["id"] = "line-1", "line-1-2"
+        src = str(tmp_path / "in.jsonl")
+        with open(src, "w") as f:
+            f.write("not json\n" + json.dumps(rows[0]) + "\n[]\n" + json.dumps(rows[1]) + "\n")
+        out = str(tmp_path / "out.jsonl")
+        summary = jobs.run(src, out, progress=False, skip_invalid=True)
+        assert (summary.done, summary.failed, summary.skipped, summary.total) == (2, 2, 0, 4)
+        assert dict(server.counts) == {"real": 1, "other": 1}
+        again = jobs.run(src, out, progress=False, skip_invalid=True)
+        assert (again.done, again.failed, again.skipped) == (0, 0, 4) and dict(server.counts) == {"real": 1, "other": 1}
+    assert sorted((r["id"], r["error"] and r["error"]["message"]) for r in read_output(out)) == [
+        ("line-1", None), ("line-1-2", None), ("line-1-3", "line 1: not valid JSON (Expecting value: line 1 column 1 "
+                                                           "(char 0))"),
+        ("line-3", "line 3: a job line must be a JSON object, got list")]
+
+
 def test_rows_beyond_the_budget_get_error_rows_and_are_never_sent(tmp_path):
     from agenthub import Budget
     from agenthub.budget import worst_case_usd
@@ -709,3 +730,98 @@ def test_a_bad_last_row_past_the_head_and_the_first_batches_is_refused_before_an
     assert len(by_id) == 1200 and by_id["r\u00e9-7"]["error"] is None
     assert by_id["r8"]["message"]["content_items"][0]["text"] == "echo: a \\ backslash, a \"quote\" and \u00e9"
     assert by_id["line-1200" if last == "lone surrogate id" else "r1199"]["error"]["type"] == "ConfigError"
+
+
+def test_a_ray_text_line_that_is_no_job_line_is_its_rows_error_in_its_own_words():
+    # Predictor needs no Ray: a line nested past the stack raised RecursionError out of the batch (the whole
+    # map_batches task failed), and every other bad line's error read "unknown key(s) ['_bad']"
+    from agenthub.ray import Predictor
+
+    predictor = Predictor(model="deepseek-v4-flash")
+    try:
+        rows = predictor.rows({"text": ["[" * 100000 + "]" * 100000, "[1]", "{nope"]})
+    finally:
+        predictor._pool.shutdown()
+    assert [(row["id"], row["model"], row["attempts"], row["backend"]) for row in rows] == [
+        ("row-0", "deepseek-v4-flash", 0, "ray"), ("row-1", "deepseek-v4-flash", 0, "ray"),
+        ("row-2", "deepseek-v4-flash", 0, "ray")]
+    assert [row["error"] for row in rows] == [
+        {"type": "ConfigError", "message": "nested too deeply to be read as JSON", "status": None},
+        {"type": "ConfigError", "message": "a job line must be a JSON object, got list", "status": None},
+        {"type": "ConfigError", "message": "not valid JSON (Expecting property name enclosed in double quotes: line 1 "
+                                           "column 2 (char 1))", "status": None}]
+
+
+def test_an_output_path_that_is_a_folder_is_a_config_error_before_anything_is_sent(tmp_path):
+    # it was IsADirectoryError out of the output scan (after the job file was read and checked)
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["a"]))
+        folder = tmp_path / "answers"
+        folder.mkdir()
+        with pytest.raises(ConfigError) as caught:
+            jobs.run(src, str(folder), progress=False)
+        assert str(caught.value) == "{} is a folder, not a file".format(folder)
+        assert not server.counts and os.listdir(str(folder)) == []
+
+
+def test_lines_written_to_the_job_file_after_its_check_are_not_sent(tmp_path):
+    # rows appended while the job ran were read and sent unchecked: a repeated id sent (and paid) twice, a row of an
+    # unknown model a KeyError out of jobs.run
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c"])
+        src = _write(tmp_path / "in.jsonl", rows)
+        out = str(tmp_path / "out.jsonl")
+        appended = []
+
+        def grow(snapshot):
+            if not appended:
+                appended.append(True)
+                with open(src, "a") as f:
+                    f.write(json.dumps(dict(rows[2], messages=[_user("again")])) + "\n")
+                    f.write(json.dumps({"id": "new", "model": "no-such-model", "messages": [_user("x")]}) + "\n")
+
+        summary = jobs.run(src, out, workers=1, progress=grow)
+        assert (summary.done, summary.failed, summary.total) == (3, 0, 3)
+        assert dict(server.counts) == {"a": 1, "b": 1, "c": 1}
+    assert sorted(row["id"] for row in read_output(out)) == ["r0", "r1", "r2"]
+
+
+def test_an_output_file_saved_with_a_byte_order_mark_still_counts_its_first_row_as_answered(tmp_path):
+    # an editor's "UTF-8 with BOM" save of the output: its first line was unreadable, so that row was sent (and paid
+    # for) again and read_output left it out
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["a", "b"]))
+        out = tmp_path / "out.jsonl"
+        jobs.run(src, str(out), workers=1, progress=False)
+        out.write_bytes(b"\xef\xbb\xbf" + out.read_bytes())
+        again = jobs.run(src, str(out), workers=1, progress=False)
+        assert (again.done, again.skipped) == (0, 2) and dict(server.counts) == {"a": 1, "b": 1}
+    assert sorted(row["id"] for row in read_output(str(out))) == ["r0", "r1"]
+    assert finished_ids(str(out)) == {"r0", "r1"}
+
+
+def test_an_output_whose_last_row_lost_its_newline_keeps_that_row(tmp_path):
+    # an editor saving the output without a final newline: the last row was cut away as a torn line, and its row
+    # sent (and paid for) again
+    from agenthub.jobs import OutputWriter, output_row
+
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c"])
+        src = _write(tmp_path / "in.jsonl", rows[:2])
+        out = tmp_path / "out.jsonl"
+        jobs.run(src, str(out), workers=1, progress=False)
+        out.write_bytes(out.read_bytes().rstrip(b"\n"))
+        _write(tmp_path / "in.jsonl", rows)
+        again = jobs.run(src, str(out), workers=1, progress=False)
+        assert (again.done, again.skipped) == (1, 2) and dict(server.counts) == {"a": 1, "b": 1, "c": 1}
+    assert [row["id"] for row in read_output(str(out))] == ["r0", "r1", "r2"]
+    alone = tmp_path / "alone.jsonl"
+    alone.write_bytes(out.read_bytes().rstrip(b"\n"))
+    row = jobs.JobRow(id="r3", model="m", messages=[], line=4)
+    with OutputWriter(str(alone)) as writer:  # (the writer alone reads the file from its end)
+        writer.write(output_row(row, message=None, usage_metadata=None, finish_reason="stop", cost_usd=None,
+                                error=None, attempts=1, backend="live"))
+    assert [row["id"] for row in read_output(str(alone))] == ["r0", "r1", "r2", "r3"]
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(out.read_bytes() + b'{"id": "r9", "mod')
+    assert finished_ids(str(torn)) == {"r0", "r1", "r2"} and torn.read_bytes() == out.read_bytes()

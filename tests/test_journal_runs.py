@@ -335,6 +335,9 @@ def test_bad_journal_arguments_are_refused_before_anything_is_sent(tmp_path):
             client.run([USER], tools=TOOLS, journal=MemoryStore(), run_id="")
         with pytest.raises(ConfigError, match="journal ttl must be a number of seconds"):
             client.run([USER], tools=TOOLS, journal=MemoryStore(), run_id="x", journal_ttl=0)
+        for ttl in (float("inf"), 1e15, 10 ** 9):  # (Redis refused such an expiry mid-run; every store refuses it now)
+            with pytest.raises(ConfigError, match=r"^journal ttl must be a number of seconds > 0 and below 10\*\*9 "):
+                client.run([USER], tools=TOOLS, journal=MemoryStore(), run_id="x", journal_ttl=ttl)
     assert server.requests == []
 
 

@@ -665,3 +665,61 @@ def test_an_sqlite_journal_write_past_the_busy_timeout_is_the_transaction_s_retr
             holder.stdin.close()
             holder.stdout.close()
         store.close()
+
+
+def _journal_rows(store):
+    """How many runs the store keeps rows of (expired or not)."""
+    if isinstance(store, MemoryStore):
+        return sum(1 for kind, _ in store._rows if kind == "journal")
+    with store._connection() as conn:
+        return conn.execute("SELECT COUNT(*) FROM agenthub_journal_runs").fetchone()[0] + \
+            conn.execute("SELECT COUNT(DISTINCT run_id) FROM agenthub_journal").fetchone()[0]
+
+
+def test_runs_past_their_ttl_go_even_when_never_claimed_again(store_and_clock):
+    store, clock = store_and_clock
+    for n in range(40):
+        store.journal_claim("old-{}".format(n), "w1", lease=30, ttl=100)
+        store.journal_append("old-{}".format(n), "w1", 0, "a", ttl=100)
+    store.journal_claim("kept", "w1", lease=30)  # (no ttl: kept until forgotten)
+    store.journal_append("kept", "w1", 0, "k")
+    clock.now += 101
+    store.journal_claim("new-1", "w2", lease=30, ttl=100)  # each claim forgets runs past their ttl (32 a claim)
+    store.journal_claim("new-2", "w2", lease=30, ttl=100)
+    assert _journal_rows(store) == (3 if isinstance(store, MemoryStore) else 4)  # (kept, new-1, new-2; SQLite:
+    # the run rows of three and the entries of one)
+    assert [r["run_id"] for r in store.journal_runs()] == ["kept"]
+
+
+def test_redis_forgets_the_index_entries_of_runs_past_their_ttl():
+    from store_support import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    redis = pytest.importorskip("redis")
+    from agenthub.stores.redis import RedisStore
+
+    with RedisServer() as server:
+        store = RedisStore(server.url)
+        raw = redis.Redis.from_url(server.url)
+        try:
+            for n in range(40):
+                store.journal_claim("old-{}".format(n), "w1", lease=30, ttl=0.2)
+                store.journal_append("old-{}".format(n), "w1", 0, "a", ttl=0.2)
+            store.journal_claim("kept", "w1", lease=30)
+            store.journal_append("kept", "w1", 0, "k")
+            raw.zadd("agenthub:1:journals", {"renewed": 0})  # (an index entry of an earlier agenthub: a write time)
+            raw.hset("agenthub:1:journal:renewed", "entries", 0)
+            deadline = time.monotonic() + 10
+            while raw.exists("agenthub:1:journal:old-39"):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            store.journal_claim("new-1", "w2", lease=30)
+            store.journal_open("new-2", "w2", lease=30)
+            # the 40 gone from the index (32 at the first claim, the rest at the next); the earlier agenthub's entry,
+            # its run still there, scored again by when it goes (never)
+            members = dict(raw.zrange("agenthub:1:journals", 0, -1, withscores=True))
+            assert members == {b"kept": float("inf"), b"renewed": float("inf")}
+        finally:
+            raw.close()
+            store.close()

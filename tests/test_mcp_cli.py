@@ -38,6 +38,19 @@ def test_call_over_http_with_a_header(legacy_http, capsys):
     assert capsys.readouterr().out == "from the CLI\n"
 
 
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_result_holding_the_servers_credentials_is_printed_scrubbed(legacy_http, capsys, json_flag):
+    """A run scrubs what reaching a server takes (its headers, its URL's token) from its tool results; the command
+    line printed them as the server sent them."""
+    mcp.forget_eras()
+    assert main(["mcp", "call"] + json_flag + ["--header", "Authorization: Bearer cli-token-0123456789",
+                                               legacy_http.url + "?token=url-token-0123456789", "whoami", "{}"]) == 0
+    out = capsys.readouterr().out
+    text = json.loads(out)["text"] if json_flag else out
+    assert text.rstrip("\n") == "you are *** at /mcp?token=***"
+    assert "cli-token-0123456789" not in out and "url-token-0123456789" not in out
+
+
 def test_a_tool_error_exits_1_and_json_shows_the_item(legacy_http, capsys):
     assert main(["mcp", "call", "--json", legacy_http.url, "nonesuch", "{}"]) == 1
     assert json.loads(capsys.readouterr().out) == {"type": "tool_result", "text": "unknown tool", "is_error": True}

@@ -349,6 +349,28 @@ def test_bad_headers_are_config_errors_before_anything_is_sent():
         mcp.connect("http://evil.test\\@127.0.0.1/mcp")
 
 
+@pytest.mark.parametrize("headers, message", [
+    ({"Authorization": " Bearer sk-mcp-secret-0123456789"}, "headers['Authorization'] starts or ends with white space"),
+    ({"Authorization": "Bearer sk-mcp-secret\u200b0123456789"},
+     "headers['Authorization'] holds a zero-width space (U+200B) at position 20 of 31: invisible, copied along with it?"),
+    ({"Authorization": "Bearer sk-mcp-secret-\u20ac0123456789"},
+     "headers['Authorization'] holds the character U+20AC at position 21 of 32: header values are Latin-1"),
+    ({"X-Token": "sk-mcp-secret-a-0123456789", "x-token": "sk-mcp-secret-b-0123456789"},
+     "headers names the header 'x-token' twice ('X-Token' and 'x-token'): header names are case-insensitive, so "
+     "only one would be sent"),
+    ({"Bad Name": "sk-mcp-secret-0123456789"}, "headers key 'Bad Name' is not a valid header name (it holds the "
+                                               "character U+0020)"),
+], ids=["white-space", "invisible", "not-latin-1", "named-twice", "bad-name"])
+def test_headers_are_checked_as_a_model_clients_are(headers, message):
+    """What a model client's default_headers refuse before anything is sent, mcp.connect took: a value requests then
+    could not send (a TransportError at the first request), a header named twice (one value silently dropped), a
+    name HTTP does not allow (sent as it was).  A ConfigError in the same words, never showing the value."""
+    with pytest.raises(ConfigError) as info:
+        mcp.connect("http://127.0.0.1:9/mcp", headers=headers)
+    assert str(info.value) == message
+    assert "sk-mcp-secret" not in str(info.value)
+
+
 def test_a_thousand_calls_leave_threads_fds_and_processes_where_they_were(servers):
     fake = servers("modern")
     mcp.connect(fake.url, timeout=10).close()  # the server's first connection and the era memory

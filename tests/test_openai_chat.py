@@ -155,6 +155,13 @@ def test_thinking_only_turn_is_empty_response():
                 {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 7}}))
     assert info.value.finish_reason == "length"
     assert info.value.usage_metadata["response_tokens"] == 7
+    # it says what to do: the output budget went to thinking
+    assert str(info.value) == ("the openai-chat response finished with no text, tool call or media "
+                               "(finish_reason=length): max_tokens ran out before an answer began (thinking "
+                               "spends them too): raise max_tokens, or lower thinking_level")
+    with pytest.raises(EmptyResponseError) as info:
+        run(sse(chunk({"reasoning_content": "hmm"}), chunk({}, "stop")))
+    assert str(info.value) == "the openai-chat response finished with no text, tool call or media (finish_reason=stop)"
 
 
 @pytest.mark.parametrize("raw,expected", [

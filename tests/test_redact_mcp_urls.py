@@ -33,3 +33,20 @@ def test_redact_mcp_servers_hides_the_url_query():
                       "headers": {"Authorization": "***"}},
                      {"url": "https://plain.example/mcp", "name": "plain"}]
     assert TOKEN not in str(shown)
+
+
+def test_a_redacted_url_keeps_the_slashes_the_caller_wrote():
+    """An error names the URL as it was written, query values hidden: ``sqlite:////abs/x.db?wait=5`` is not
+    shown as ``sqlite://abs/x.db?wait=***`` (a host ``abs``), nor ``sqlite:///x.db?...`` as ``sqlite:/x.db?...``."""
+    assert redact_url_query("sqlite:////abs/runs.db?wait=5") == "sqlite:////abs/runs.db?wait=***"
+    assert redact_url_query("sqlite:///runs.db?wait=5&timeout=2") == "sqlite:///runs.db?wait=***&timeout=***"
+    assert redact_url_query("file:///x?token=" + TOKEN + "#frag") == "file:///x?token=***#frag"
+    assert redact_url_query("https://u:pw@h.example/p?a=1#f?g=2") == "https://***@h.example/p?a=***#f?g=2"
+    assert redact_url_query("https://h.example/p#f?token=x") == "https://h.example/p#f?token=x"
+    import pytest
+
+    from agenthub import ConfigError, RateLimiter
+
+    with pytest.raises(ConfigError) as caught:
+        RateLimiter(rpm=1, store="sqlite:////no-such-folder-d10/runs.db?wait=5")
+    assert "'sqlite:////no-such-folder-d10/runs.db?wait=***'" in str(caught.value)

@@ -126,7 +126,8 @@ def test_a_model_name_fallback_without_its_key_is_a_config_error_when_the_app_is
     config = {"models": [{"id": "claude", "model": "m", "client_type": "anthropic",
                           "base_url": "http://127.0.0.1:9/ant", "fallbacks": ["deepseek-v4-flash"]}]}
     assert load_config(config, environ={})["models"][0]["fallbacks"] == ["deepseek-v4-flash"]
-    with pytest.raises(ConfigError, match=r"models\[0\] \('claude'\): no API key for model 'deepseek-v4-flash'"):
+    with pytest.raises(ConfigError, match=r"models\[0\] \('claude'\): fallbacks entry 'deepseek-v4-flash': no API key for model "
+                                          r"'deepseek-v4-flash' at api.deepseek.com: set DEEPSEEK_API_KEY"):
         make_app(config, environ={})
 
 

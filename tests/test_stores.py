@@ -19,7 +19,8 @@ from agenthub.stores import MemoryStore, StoreError, open_store
 from agenthub.stores.sqlite import SQLiteStore
 
 from jobs_server import JobServer
-from store_support import REDIS_SERVER, RedisServer, budget_worker, free_port, hold_and_wait, pace_worker
+from store_support import (REDIS_SERVER, RedisServer, budget_worker, fake_redis_store, free_port, hold_and_wait,
+                           made_store, pace_worker)
 
 needs_redis_server = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -31,22 +32,12 @@ def _counted_down(value, full, since):
     return full - gone - 0.02 < value <= full
 
 
-def _fake_redis_store():
-    fakeredis = pytest.importorskip("fakeredis")
-    pytest.importorskip("lupa")  # fakeredis runs Lua scripts with it
-    from agenthub.stores.redis import RedisStore
-
-    return RedisStore("redis://fake:6379/0", client=fakeredis.FakeRedis())
+_fake_redis_store = fake_redis_store
 
 
 @pytest.fixture(params=["memory", "sqlite", "fakeredis"])
 def store(request, tmp_path):
-    if request.param == "memory":
-        made = MemoryStore()
-    elif request.param == "sqlite":
-        made = open_store("sqlite:///" + str(tmp_path / "state.db"))
-    else:
-        made = _fake_redis_store()
+    made = made_store(request.param, tmp_path)
     yield made
     made.close()
 

@@ -92,3 +92,48 @@ def test_a_limiter_row_that_says_to_wait_for_ages_is_a_store_error_not_an_overfl
 
     RateLimiter(store=store, sleep=sleep).acquire()  # and so is the longest pause
     assert slept == [3600.0, 600.0]
+
+
+def test_a_redis_cache_size_row_that_is_not_a_number_counts_as_nothing_as_on_sqlite():
+    """As SQLite's: a size that is not a number is no size (the entry is evicted in its turn), never a store that
+    refuses every answer after it."""
+    fakeredis = pytest.importorskip("fakeredis")
+    pytest.importorskip("lupa")
+    from agenthub.stores.redis import RedisStore
+
+    raw = fakeredis.FakeRedis()
+    store = RedisStore("redis://fake:6379/0", client=raw)
+    try:
+        store.cache_put("a", b"x" * 100, None, 10000)
+        raw.hset("agenthub:1:cachesizes:60", "a", "big")  # (the index of the bound 60, as another writer left it)
+        raw.zadd("agenthub:1:cacheindex:60", {"a": 0})
+        raw.hset("agenthub:1:cachesizes:60", "", "lots")
+        store.cache_put("b", b"y" * 50, None, 60)
+        store.cache_put("c", b"z" * 50, None, 60)  # past the bound: "a" goes first, then "b"
+        assert (store.cache_get("a"), store.cache_get("b"), store.cache_get("c")) == (None, None, b"z" * 50)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "fakeredis"])
+def test_a_pause_written_by_a_clock_ahead_holds_for_the_longest_pause_at_most(kind, tmp_path):
+    """A pause ends at most 600 s (the limiter's MAX_PAUSE) from now: one further ahead was written by a clock ahead
+    of this one (the machine's wall clock stepped back an hour, a failover to a server whose clock is behind)."""
+    import json
+    import time
+
+    from store_support import made_store
+
+    store = made_store(kind, tmp_path)
+    try:
+        store.limiter_pause("k", 10.0)
+        store.limiter_pause("k", 10.0, "ep")
+        if kind == "sqlite":
+            ahead = time.time() + 3600
+            _sql(store.path, "UPDATE agenthub_rows SET value = '{}'".format(json.dumps({"p": ahead, "e": {"ep": ahead}})))
+        else:
+            ahead = store._client.time()[0] + 3600
+            store._client.hset("agenthub:1:limiter:k", mapping={"p": ahead, "e:ep": ahead})
+        assert store.limiter_pauses("k") == {"": 600.0, "ep": 600.0}
+    finally:
+        store.close()

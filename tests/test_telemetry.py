@@ -162,6 +162,21 @@ def test_capture_content_values(monkeypatch):
         telemetry._capture_mode("everything")
 
 
+def test_what_is_no_provider_is_a_config_error_and_nothing_changes():
+    """``instrument(tracer_provider=...)`` with something that is no tracer provider (a typo'd variable, a
+    TracerProvider class's module) is a ConfigError naming it, not an AttributeError; nothing is instrumented."""
+    pytest.importorskip("opentelemetry.trace")
+    telemetry.uninstrument()
+    for kwargs, words in (({"tracer_provider": 5}, "tracer_provider must be an OpenTelemetry TracerProvider "
+                                                    "(with get_tracer) or None (got int)"),
+                          ({"meter_provider": "x"}, "meter_provider must be an OpenTelemetry MeterProvider "
+                                                    "(with get_meter) or None (got str)")):
+        with pytest.raises(ConfigError) as caught:
+            telemetry.instrument(**kwargs)
+        assert str(caught.value) == words
+        assert telemetry.is_instrumented() is False
+
+
 @pytest.mark.parametrize("client_type,host,expected", [
     ("openai-chat", "api.openai.com", "openai"),
     ("openai-chat", "127.0.0.1", "openai"),

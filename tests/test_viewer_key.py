@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from agenthub.apps.viewer import COOKIE, serve, serve_in_thread
+from agenthub.apps.viewer import COOKIE, one_time_code, serve, serve_in_thread
 from agenthub.errors import ConfigError
 from agenthub.tracer import save_trace
 
@@ -86,10 +86,64 @@ def test_the_key_as_a_header_or_once_in_the_address(keyed, path):
     assert status == 200 and b"secret plan" in body
     status, headers, body = _get(keyed, path + "?key=" + KEY)
     assert status == 303 and headers["Location"] == path  # the key leaves the address
-    assert headers["Set-Cookie"] == "{}={}; HttpOnly; SameSite=Strict; Path=/".format(COOKIE, KEY)
+    cookie = _session_cookie(keyed, headers)
     assert KEY.encode() not in body
-    status, _, body = _get(keyed, path, {"Cookie": "other=1; {}={}".format(COOKIE, KEY)})
+    status, _, body = _get(keyed, path, {"Cookie": "other=1; " + cookie})
     assert status == 200 and b"secret plan" in body
+
+
+def _session_cookie(server, headers):
+    """The cookie a 303 sets: this port's name, the viewer's session value (never the key); -> "name=value"."""
+    name = "agenthub_viewer_{}".format(server.server_address[1])
+    assert headers["Set-Cookie"] == "{}={}; HttpOnly; SameSite=Strict; Path=/".format(
+        name, server.session.decode())
+    assert KEY not in headers["Set-Cookie"] and len(server.session) >= 40
+    return "{}={}".format(name, server.session.decode())
+
+
+def test_the_cookie_holds_no_key_and_only_this_port_reads_it(keyed, tmp_path):
+    """A browser sends a host's cookies to every port of it: the cookie held the key itself (another local
+    server on another port read it), under one name for all viewers.  It holds a session value of this viewer's,
+    named for its port; the key, or this session under another port's name, is not taken as a cookie."""
+    _, headers, _ = _get(keyed, "/?key=" + KEY)
+    cookie = _session_cookie(keyed, headers)
+    port = keyed.server_address[1]
+    for sent in ("agenthub_viewer_{}={}".format(port, KEY), "{}={}".format(COOKIE, KEY),
+                 "agenthub_viewer_key=" + KEY, "agenthub_viewer_{}={}".format(port + 1, keyed.session.decode())):
+        status, _, body = _get(keyed, "/trace/agent/run1", {"Cookie": sent})
+        assert (sent, status) == (sent, 401) and b"secret plan" not in body
+    other, _ = serve_in_thread(str(tmp_path), key=KEY)  # a second viewer: its own session, its own name
+    try:
+        assert other.session != keyed.session
+        status, _, _ = _get(other, "/trace/agent/run1", {"Cookie": cookie})
+        assert status == 401
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+def test_a_one_time_code_opens_the_session_once(keyed):
+    """``?code=`` (what ``--open`` puts in the browser's command line in place of the key): answered as the key
+    is (a redirect that drops it, the session cookie), once; a code spent, lapsed or made up is a 401."""
+    code = one_time_code(keyed)
+    status, headers, body = _get(keyed, "/trace/agent/run1?code=" + code + "&x=1")
+    assert (status, headers["Location"]) == (303, "/trace/agent/run1?x=1") and code.encode() not in body
+    _session_cookie(keyed, headers)
+    status, _, body = _get(keyed, "/trace/agent/run1?code=" + code)
+    assert status == 401 and b"secret plan" not in body  # spent
+    lapsed = one_time_code(keyed, seconds=0)
+    for code in (lapsed, "made-up-code-0123456789", ""):
+        status, _, body = _get(keyed, "/?code=" + code)
+        assert status == 401 and b"agent/run1" not in body
+
+
+def test_a_viewer_without_a_key_makes_no_code(tmp_path):
+    server, _ = serve(str(tmp_path))
+    try:
+        with pytest.raises(ConfigError, match="this viewer has no key"):
+            one_time_code(server)
+    finally:
+        server.server_close()
 
 
 def test_with_a_key_any_host_name_is_answered(keyed):
@@ -98,3 +152,54 @@ def test_with_a_key_any_host_name_is_answered(keyed):
     assert status == 200 and b"secret plan" in body
     status, _, body = _get(keyed, "/trace/agent/run1", host="viewer.lan:8765")
     assert status == 401 and b"secret plan" not in body
+
+
+def test_open_puts_a_one_time_code_on_the_browsers_command_line_never_the_key(tmp_path):
+    """``agenthub trace view --key-env NAME --open`` ran the browser with ``?key=<the key>`` in its arguments
+    (``ps`` shows them to every user of the machine).  A real process, with $BROWSER a script that writes down
+    the arguments it was started with: they hold a code, taken once, and never the key."""
+    import json
+    import select
+    import signal
+    import time
+    from urllib.parse import urlsplit
+
+    save_trace("agent/run1", "demo-model", HISTORY, {}, root=str(tmp_path))
+    argv_file = tmp_path / "browser-argv.json"
+    browser = tmp_path / "browser.py"
+    browser.write_text("import json, sys\nopen({!r}, 'w').write(json.dumps(sys.argv))\n".format(str(argv_file)))
+    env = dict(os.environ, PYTHONPATH=ROOT, VIEWER_KEY=KEY, BROWSER="{} {} %s".format(sys.executable, browser))
+    child = subprocess.Popen([sys.executable, "-m", "agenthub", "trace", "view", str(tmp_path), "--key-env",
+                              "VIEWER_KEY", "--port", "0", "--open"], cwd=str(tmp_path), env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        ready, _, _ = select.select([child.stdout], [], [], 60)
+        assert ready, "the viewer never started"
+        line = child.stdout.readline().decode()
+        assert line.startswith("agenthub trace viewer: http://127.0.0.1:") and KEY not in line
+        deadline = time.monotonic() + 60
+        while not argv_file.exists() or not argv_file.read_text():
+            assert time.monotonic() < deadline, "the browser was never started"
+            time.sleep(0.05)
+        argv = json.loads(argv_file.read_text())
+        [url] = argv[1:]
+        assert KEY not in " ".join(argv)
+        parts = urlsplit(url)
+        assert parts.path == "/" and parts.query.startswith("code=") and len(parts.query) > 30
+
+        class Port(object):
+            server_address = ("127.0.0.1", parts.port)
+        status, headers, _ = _get(Port, "/?" + parts.query)
+        assert (status, headers["Location"]) == (303, "/")
+        name, _, session = headers["Set-Cookie"].split(";")[0].partition("=")
+        assert name == "agenthub_viewer_{}".format(parts.port) and KEY not in session and len(session) >= 40
+        status, _, body = _get(Port, "/trace/agent/run1", {"Cookie": name + "=" + session})
+        assert status == 200 and b"secret plan" in body
+        assert _get(Port, "/?" + parts.query)[0] == 401  # the code is spent
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+        assert (child.returncode, err) == (0, b"")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()

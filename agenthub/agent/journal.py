@@ -386,8 +386,10 @@ class Journal(object):
         if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
             raise ConfigError("run_id must be 1 to 200 printable characters (got {!r})".format(
                 run_id if not isinstance(run_id, str) else run_id[:60]))
-        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0):
-            raise ConfigError("journal ttl must be a number of seconds > 0 (or None: kept until forgotten)")
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl < 10 ** 9):
+            # (a bound every store keeps: Redis refuses an expiry past ~1e15 s, and inf, mid-run)
+            raise ConfigError("journal ttl must be a number of seconds > 0 and below 10**9 (or None: kept until "
+                              "forgotten)")
         if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float))
                                  or not 0 <= wait < float("inf")):  # (NaN waited for ever: no deadline compares)
             raise ConfigError("journal_wait must be a finite number of seconds >= 0")

@@ -333,7 +333,8 @@ def _check_name(client: Any, name: str, what: str) -> None:
         raise ConfigError("{}: {!r} is not a valid tool name here ({})".format(what.format(name), name, problem))
 
 
-def _check_decision(value: Any, where: str) -> None:
+def _check_decision(value: Any, where: str, none: str = "") -> None:
+    """``none``: how the words list None where it is an answer too (a hook's before_call: ``"None (no say), "``)."""
     if isinstance(value, (bool, str)):
         return
     if isinstance(value, _Mapping) and set(value) == {"arguments"} and isinstance(value["arguments"], _Mapping):
@@ -343,8 +344,8 @@ def _check_decision(value: Any, where: str) -> None:
             raise ConfigError("{}: its arguments must be JSON ({}: {})".format(where, type(exc).__name__,
                                                                                exc)) from None
         return
-    raise ConfigError("{} must be True, False, a reason (str) or {{'arguments': {{...}}}} (got {})".format(
-        where, type(value).__name__))
+    raise ConfigError("{} must be {}True, False, a reason (str) or {{'arguments': {{...}}}} (got {})".format(
+        where, none, type(value).__name__))
 
 
 # -- results ----------------------------------------------------------------------------------------------------
@@ -1883,7 +1884,8 @@ class Run(object):
         for method in self._methods["before_call"]:
             decision = method(dict(call))
             if decision is not None:
-                _check_decision(decision, "a hook's before_call answer for {}".format(call["tool_call_id"]))
+                _check_decision(decision, "a hook's before_call answer for {}".format(call["tool_call_id"]),
+                                "None (no say), ")
                 return decision
         return None
 

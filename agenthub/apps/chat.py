@@ -8,7 +8,7 @@ import os
 import re
 import signal
 import sys
-from typing import Any, Dict, List, Optional, TextIO
+from typing import Any, Dict, List, Optional, Set, TextIO
 
 from ..stream import surrogates_escaped
 from .terminal import Printer, _dollars, safe
@@ -145,11 +145,14 @@ class _Logged(object):
     chat goes on (the log is a convenience, never a reason to lose an answer)."""
 
     def __init__(self, args: Any, client: Any) -> None:
-        from .conversations import enabled
+        from .conversations import enabled, unknown_setting
 
         self.args = args
         self.client = client
         self.on = enabled(getattr(args, "no_log", False))
+        note = None if getattr(args, "no_log", False) else unknown_setting()
+        if note is not None:
+            print(safe(note), file=sys.stderr)
         self.conversation = None  # type: Optional[str]
         self._log = None  # type: Any
         # a journaled run (--journal STORE --run-id ID) is one conversation of the log, whichever process ran
@@ -341,6 +344,8 @@ def _nearest_models(model: str) -> List[str]:
 
 
 def _chat_config(args: Any) -> Dict[str, Any]:
+    from ..errors import ConfigError
+
     config = {}  # type: Dict[str, Any]
     if args.system:
         config["system_prompt"] = args.system
@@ -354,7 +359,14 @@ def _chat_config(args: Any) -> Dict[str, Any]:
         config["trace_id"] = args.trace_id
     if getattr(args, "background", False):
         config["background"] = True
+    given = set()  # type: Set[str]
     for key, value in getattr(args, "options", None) or ():
+        if key in given:
+            raise ConfigError("-o {} is given twice: give it once".format(key))
+        if key in config:  # (a flag set it: one of the two values would be dropped)
+            raise ConfigError("-o {} and {} both set it: give one".format(
+                key, _FLAGS.get(key, "--" + key.replace("_", "-"))))
+        given.add(key)
         config[key] = _option_value(value)
     return config
 
@@ -961,6 +973,8 @@ def _next_trace_id(trace_id: str) -> str:
 
 #: library wording -> command-line wording, for error messages (flags and variables, not arguments)
 _CLI_TERMS = (
+    (re.compile(r"\bfallbacks entry "), "--fallback "),
+    (re.compile(r", or give the entry as a client with its own key"), ""),
     (re.compile(r"AutoLLMClient\((['\"])(.*?)\1, client_type='openai-chat', base_url='([^']*)'\)"),
      r"agenthub chat \2 --client-type openai-chat --base-url \3"),
     (re.compile(r"pass api_key= or set ([A-Z0-9_]+(?: or [A-Z0-9_]+)*)"),
@@ -996,5 +1010,5 @@ def cli_terms(message: str) -> str:
     for pattern, replacement in _CLI_TERMS:
         message = pattern.sub(replacement, message)
     for key, flag in _FLAGS.items():
-        message = re.sub(r"(?<![\w-])" + key + r"\b", flag, message)
+        message = re.sub(r"(?<![\w-])(?<!-o )" + key + r"\b", flag, message)  # (-o KEY: the key as typed)
     return message

@@ -20,6 +20,8 @@ import time
 import uuid
 from typing import Any, Dict, List, Mapping, Optional
 
+from .._redact import shown_url
+
 __all__ = ["home", "enabled", "Log", "DB_NAME", "export_markdown"]
 
 DB_NAME = "logs.db"
@@ -62,11 +64,26 @@ def home(environ: Optional[Mapping[str, str]] = None) -> str:
     return os.path.join(base, "agenthub")
 
 
+_ON = ("", "1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")
+
+
 def enabled(no_log: bool = False, environ: Optional[Mapping[str, str]] = None) -> bool:
-    """Is the log on?  ``--no-log`` or ``AGENTHUB_LOG_PROMPTS=0`` (also ``false``, ``no``, ``off``) turn it off."""
+    """Is the log on?  ``--no-log`` or ``AGENTHUB_LOG_PROMPTS=0`` (also ``false``, ``no``, ``off``) turn it off;
+    so does a value that is neither on nor off (``disabled``: whoever set it meant off; ``unknown_setting``)."""
     env = os.environ if environ is None else environ
     value = (env.get("AGENTHUB_LOG_PROMPTS") or "").strip().lower()
-    return not no_log and value not in ("0", "false", "no", "off")
+    return not no_log and value in _ON
+
+
+def unknown_setting(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """What stderr says once when ``AGENTHUB_LOG_PROMPTS`` is neither on nor off (the log is then off), else None."""
+    env = os.environ if environ is None else environ
+    raw = env.get("AGENTHUB_LOG_PROMPTS") or ""
+    if raw.strip().lower() in _ON + _OFF:
+        return None
+    return ("agenthub: AGENTHUB_LOG_PROMPTS={!r} is neither on ({}) nor off ({}): this conversation is not "
+            "logged".format(raw[:40], ", ".join(_ON[1:]), ", ".join(_OFF)))
 
 
 def _dumps(value: Any) -> str:
@@ -232,15 +249,37 @@ class Log(object):
         out = []
         for conversation, model, updated, count, first in rows:
             out.append({"id": conversation, "model": model, "updated_at": updated, "turns": count,
-                        "first_prompt": _text_of(self._read(first)) if first else ""})
+                        "first_prompt": _text_of(self._read(first), text_only=True) if first else ""})
         return out
 
 
-def _text_of(message: Optional[Mapping[str, Any]]) -> str:
+def _text_of(message: Optional[Mapping[str, Any]], text_only: bool = False) -> str:
+    """A message's text for ``logs show`` and the Markdown export, with what is not text named in its place
+    (``[image/png, 5 bytes]``, ``[image URL]`` with its query values as ***, ``[tool call NAME(ARGUMENTS)]``;
+    not with ``text_only``: the list's first prompt); thinking is left out."""
     if not message:
         return ""
-    return " ".join(item.get("text", "") for item in message.get("content_items") or ()
-                    if item.get("type") in ("text", "tool_result") and item.get("text"))
+    parts = []  # type: List[str]
+    for item in message.get("content_items") or ():
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind in ("text", "tool_result") and item.get("text"):
+            parts.append(str(item["text"]))
+        elif text_only:
+            continue
+        elif kind == "inline_data":
+            data = item.get("data")
+            parts.append("[{}, {} bytes]".format(item.get("mime_type") or "data",
+                                                 len(data) if isinstance(data, (bytes, str)) else "?"))
+        elif kind == "image_url":
+            url = str(item.get("image_url") or "")
+            parts.append("[image {}]".format(url.split(",", 1)[0] if url.startswith("data:") else shown_url(url)[:200]))
+        elif kind == "tool_call":
+            arguments = json.dumps(item.get("arguments"), ensure_ascii=False, default=str)
+            parts.append("[tool call {}({})]".format(item.get("name"), arguments if len(arguments) <= 200
+                                                     else arguments[:200] + "..."))
+    return " ".join(parts)
 
 
 def export_markdown(log: Log, conversation: str) -> str:

@@ -81,12 +81,18 @@ def run(args: Any, out: TextIO = sys.stdout) -> int:
     headers = _headers(args.header)
     if headers is not None and not isinstance(target, str):
         raise ConfigError("--header is for a URL target")
+    from .._redact import scrub_text
     from .terminal import shown_for
 
-    shown = shown_for(out)
+    on_terminal = shown_for(out)
     # a listing shows what a server offers, however many tools (max_tools caps what a run sends)
     with mcp.connect(target, headers=headers, timeout=args.timeout, protocol=args.protocol,
                      max_tools=None) as server:
+        secrets = server.credential_values()
+
+        def shown(text: str) -> str:  # (what reaching the server takes is *** in what it says, as a run has it)
+            return on_terminal(scrub_text(text, secrets))
+
         if args.mcp_command == "tools":
             tools = server.list_tools()
             if args.json:

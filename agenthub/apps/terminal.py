@@ -5,7 +5,7 @@ import json
 import os
 from typing import Any, List, Mapping, Optional, TextIO
 
-from .._controls import _as_it_is as _raw, is_terminal, printable, safe, shown_for  # (below the applications)
+from .._controls import _as_it_is as _raw, dollars, is_terminal, printable, safe, shown_for  # (below the applications)
 from .._redact import shown_url
 from ..stream import text_is_utf8
 
@@ -80,9 +80,7 @@ def usage_line(finish_reason: Optional[str], usage: Optional[Mapping[str, Any]],
     return line
 
 
-def _dollars(amount: float) -> str:
-    text = "{:.6f}".format(amount).rstrip("0")
-    return text + "00" if text.endswith(".") else text
+_dollars = dollars  # (the name chat and runs_cli import)
 
 
 def _tokens(count: Optional[int]) -> str:
@@ -108,8 +106,8 @@ def model_line(model: Mapping[str, Any]) -> str:
     if model.get("batch"):
         extra.append("batch")
     extra.extend(sorted(model.get("tiers") or ()))
-    supports = [name for name, key in (("reasoning", "reasoning"), ("tools", "tools"),
-                                       ("json_schema", "structured_output")) if model.get(key)]
+    supports = [name for name, key in (("reasoning", "reasoning"), ("tools", "tools")) if model.get(key)]
+    supports += ["json_schema"] if takes_json_schema(model) else []
     return "{}: context {}, output {}; ${}{}; {} -> {}{}".format(
         model["id"], _tokens(model.get("context_window")), _tokens(model.get("max_output")), shown,
         " (+" + ", ".join(extra) + ")" if extra else "", "+".join(model.get("input_modalities") or ["?"]),
@@ -281,8 +279,35 @@ def _sources(info: Mapping[str, Any]) -> str:
     return ", ".join("{} {}".format(s["name"], s["version"]) for s in info["sources"] if "version" in s)
 
 
+#: the catalog providers whose model names route to their own endpoint (gateways' and Bedrock's names do not)
+_ROUTED = frozenset(["openai", "anthropic", "google", "deepseek", "zai", "moonshot", "dashscope", "minimax"])
+_JSON_SCHEMA = {"response_format": {"type": "json_schema", "name": "check", "schema": {
+    "type": "object", "properties": {}, "additionalProperties": False}}}
+
+
+def takes_json_schema(model: Mapping[str, Any]) -> bool:
+    """Whether a ``response_format`` json_schema can be sent to this catalog model (``--supports json_schema``):
+    its own route must take it (a plan is built, nothing is sent: DeepSeek, Z.AI and Moonshot take JSON mode
+    only, Claude before 4.1 has no structured outputs), and the sources must say the model has it, unless the
+    route's dialect knows each model itself (Anthropic's, where the sources say nothing)."""
+    if model.get("structured_output") is False:
+        return False
+    if model.get("provider") not in _ROUTED:
+        return model.get("structured_output") is True
+    from ..client import AutoLLMClient
+    from ..errors import ConfigError
+    from ..messages import user
+
+    try:
+        client = AutoLLMClient(model["id"], api_key="unused")
+        client.plan([user("x")], _JSON_SCHEMA)  # type: ignore[arg-type]
+    except ConfigError:  # (an UnsupportedParameterError: the route refuses it; a name it cannot route)
+        return False
+    return model.get("structured_output") is True or client.protocol.name == "anthropic"
+
+
 _SUPPORTS = {"tools": lambda m: m.get("tools") is True, "reasoning": lambda m: m.get("reasoning") is True,
-             "json_schema": lambda m: m.get("structured_output") is True,
+             "json_schema": takes_json_schema,
              "vision": lambda m: "image" in (m.get("input_modalities") or ())}
 
 

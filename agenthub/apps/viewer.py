@@ -24,7 +24,13 @@ address (DNS rebinding) is answered 421.
 Off loopback (``--host 0.0.0.0``) the viewer needs a key (``serve(..., key=)``, ``agenthub trace
 view --key-env NAME``), as ``agenthub serve`` needs api_keys: every request then shows it, as
 ``Authorization: Bearer <key>``, or once as ``?key=<key>`` (answered with a redirect that drops it
-from the address and a cookie, HttpOnly and SameSite=Strict, that carries it from then on).
+from the address and a cookie, HttpOnly and SameSite=Strict, that carries a session from then on).
+The cookie never holds the key: a browser sends a host's cookies to every port of it (another local
+server would read it there), so it holds a random session value this viewer made when it started (valid
+while it runs, nowhere else), under a name of this port's (``agenthub_viewer_<port>``: two viewers on
+one host keep their own).  ``one_time_code(server)`` makes a code for ``?code=<code>`` in place of the
+key (``agenthub trace view --open``: the browser's command line, which other users of the machine
+can read, never holds the key): taken once, within ``CODE_SECONDS``, it is answered as the key is.
 
 Bounds: a client's request line and headers must arrive whole within ``HEADER_TIMEOUT_SECONDS`` (else the
 connection is closed), each answer be taken within ``WRITE_TIMEOUT_SECONDS``, and at most ``MAX_CONNECTIONS``
@@ -34,6 +40,7 @@ outside it is neither listed nor served.
 
 import hmac
 import io
+import secrets
 import ipaddress
 import json
 import os
@@ -52,7 +59,7 @@ from ..tracer import _open_regular, list_traces, trace_paths
 from ._dom import build, csp_source
 from ._sockets import ConnectionLimit, DeadlineReader, busy_answer
 
-__all__ = ["serve", "page", "PAGE", "CSP", "serve_in_thread", "trace_url"]
+__all__ = ["serve", "page", "PAGE", "CSP", "serve_in_thread", "trace_url", "cookie_name", "one_time_code"]
 
 PAGE, STYLE, SCRIPT = build("viewer")  # assets/viewer.html, .css, .js (and pages.css, dom.js: see _dom)
 
@@ -76,7 +83,11 @@ def page(data: Dict[str, Any]) -> bytes:
     return PAGE.replace("__DATA__", text).encode("utf-8")
 
 
-COOKIE = "agenthub_viewer_key"
+#: the session cookie's name is this and the port: ``agenthub_viewer_8765`` (cookie_name)
+COOKIE = "agenthub_viewer"
+#: how long a code of one_time_code is good for (seconds), and how many may wait at once
+CODE_SECONDS = 60.0
+MAX_CODES = 16
 #: a client's request line and headers must arrive whole within this many seconds (else the connection is closed),
 #: each answer be taken within ``WRITE_TIMEOUT_SECONDS``; at most ``MAX_CONNECTIONS`` are served at once (each on a
 #: thread of its own: one past them is answered 503 at once, with no thread made for it).  Read by ``serve()``.
@@ -130,37 +141,44 @@ class _Handler(BaseHTTPRequestHandler):
             self._not_found()
 
     def _key_given(self) -> bool:
-        """The request shows the key (a header, the cookie, or ``?key=``, which is answered with a redirect
-        setting the cookie); otherwise a 401 has been sent."""
+        """The request shows the key (a header, ``?key=``), this viewer's session cookie, or a one-time code
+        (``?code=``); the address's key or code is answered with a redirect setting the cookie.  Otherwise a
+        401 has been sent."""
         assert self.key is not None
         given = []
         scheme, _, token = (self.headers.get("Authorization") or "").strip().partition(" ")
         if scheme.lower() == "bearer":
             given.append(token.strip())
+        session = self.server.session  # type: ignore[attr-defined]
+        cookie = cookie_name(self.server.server_address[1])
+        in_cookie = False
         for part in (self.headers.get("Cookie") or "").split(";"):
             name, _, value = part.strip().partition("=")
-            if name == COOKIE:
-                given.append(value)
+            if name == cookie:
+                in_cookie = hmac.compare_digest(session, value.encode("utf-8", "replace")) | in_cookie
         parts = urlsplit(self.path)
         query = parse_qsl(parts.query, keep_blank_values=True)
         # the key's own value read with unquote, not as a form's: a "+" pasted in the address is a "+" (a key may
         # hold one), not a space
-        in_query = [unquote(value) for name, _, value in (p.partition("=") for p in parts.query.split("&"))
-                    if unquote_plus(name) == "key"]
-        ok = False
+        pairs = [(unquote_plus(name), unquote(value)) for name, _, value in (p.partition("=")
+                                                                           for p in parts.query.split("&"))]
+        in_query = [value for name, value in pairs if name == "key"]
+        codes = [value for name, value in pairs if name == "code"]
+        ok = in_cookie
         for value in given + in_query[:1]:  # each compared in constant time
             ok = hmac.compare_digest(self.key, value.encode("utf-8", "replace")) | ok
-        if not ok:
+        by_code = bool(codes) and _take_code(self.server, codes[0])
+        if not (ok or by_code):
             self._send(401, "text/plain; charset=utf-8", b"this viewer needs its key: open the address with "
                        b"?key=<the key> once (or send Authorization: Bearer <the key>)\n",
                        [("WWW-Authenticate", 'Bearer realm="agenthub trace viewer"')])
             return False
-        if in_query:  # the key leaves the address bar and the history: a cookie carries it from now on
-            rest = urlencode([(name, value) for name, value in query if name != "key"])
+        if in_query or codes:  # the key leaves the address bar and the history: a session cookie from now on
+            rest = urlencode([(name, value) for name, value in query if name not in ("key", "code")])
             location = quote("/" + parts.path.lstrip("/"), safe="/%") + ("?" + rest if rest else "")  # (no //host)
             self._send(303, "text/plain; charset=utf-8", b"", [
                 ("Location", location),
-                ("Set-Cookie", "{}={}; HttpOnly; SameSite=Strict; Path=/".format(COOKIE, in_query[0]))])
+                ("Set-Cookie", "{}={}; HttpOnly; SameSite=Strict; Path=/".format(cookie, session.decode("ascii")))])
             return False
         return True
 
@@ -228,6 +246,48 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ConnectionLimit, ThreadingHTTPServer):
     daemon_threads = True
+    session = b""  # the session cookie's value (random, made by serve())
+    codes = None  # type: Optional[Dict[str, float]]  # one-time code -> when it lapses (time.monotonic())
+    codes_lock = None  # type: Any
+
+
+def cookie_name(port: int) -> str:
+    """The session cookie's name on ``port`` (a browser sends a host's cookies to all its ports: each
+    viewer reads its own)."""
+    return "{}_{}".format(COOKIE, port)
+
+
+def one_time_code(server: Any, seconds: Optional[float] = None) -> str:
+    """A code that opens a keyed viewer's session once, within ``seconds`` (default ``CODE_SECONDS``):
+    ``<url>?code=<code>``, for an address that must not hold the key (a browser's command line).  At most
+    ``MAX_CODES`` wait at once (the oldest goes)."""
+    if server.codes is None:
+        raise ConfigError("this viewer has no key: its address needs no code")
+    code = secrets.token_urlsafe(24)
+    with server.codes_lock:
+        now = time.monotonic()
+        for old in [old for old, until in server.codes.items() if until <= now]:
+            del server.codes[old]
+        while len(server.codes) >= MAX_CODES:
+            del server.codes[min(server.codes, key=server.codes.get)]
+        server.codes[code] = now + (CODE_SECONDS if seconds is None else seconds)
+    return code
+
+
+def _take_code(server: Any, given: str) -> bool:
+    """``given`` is a code of one_time_code not yet taken and not lapsed: it is spent now."""
+    if server.codes is None:
+        return False
+    with server.codes_lock:
+        now = time.monotonic()
+        found = None
+        for code, until in list(server.codes.items()):  # each compared in constant time
+            if hmac.compare_digest(code.encode("ascii"), given.encode("utf-8", "replace")) and until > now:
+                found = code
+        if found is None:
+            return False
+        del server.codes[found]
+        return True
 
 
 def serve(folder: str, host: str = "127.0.0.1", port: int = 0,
@@ -251,6 +311,9 @@ def serve(folder: str, host: str = "127.0.0.1", port: int = 0,
     server_class = _Server if ":" not in bind else type("Server", (_Server,), {"address_family": socket.AF_INET6})
     server = server_class((bind, port), handler)
     server.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+    if key is not None:
+        server.session = secrets.token_urlsafe(32).encode("ascii")
+        server.codes, server.codes_lock = {}, threading.Lock()
     server.busy = busy_answer("the trace viewer is at its limit of {} connections\n".format(MAX_CONNECTIONS).encode(
         "ascii"), "text/plain; charset=utf-8")
     bound_host, bound_port = server.server_address[0], server.server_address[1]

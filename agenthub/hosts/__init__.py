@@ -56,20 +56,24 @@ class Host(object):
     ``registry.resolve`` returns in place of the default endpoint and key variables: ``(client_type,
     base_url, api_key, quirks)``.
     ``takes_token_callable``: a callable ``api_key`` (a token provider) is taken.
+    ``check_headers(headers, endpoint, what)``: for a host whose ``authorise`` writes headers over the
+    caller's (SigV4's ``Authorization``), a ConfigError for a caller's header (``default_headers``, a call's
+    ``extra_headers``: ``what`` names which) that would be replaced, checked before anything is sent.
     ``quirk_keys``: the registry quirks the host reads.  ``own_quirks``: the dialect quirks an endpoint
     on this host's own servers (the host of ``base_url``) has, under any quirk its route sets
     (``{"first_party": True}``: the vendor's own API, not a gateway speaking its dialect).
     """
 
     __slots__ = ("name", "base_url", "key_env", "base_url_env", "url", "authorise", "configure",
-                 "takes_token_callable", "quirk_keys", "own_quirks")
+                 "takes_token_callable", "quirk_keys", "own_quirks", "check_headers")
 
     def __init__(self, name: str, authorise: Callable[..., Dict[str, str]], base_url: str = "",
                  key_env: Sequence[str] = (), base_url_env: Optional[str] = None,
                  url: Callable[[Any, str], str] = _join, configure: Optional[Callable[..., Tuple[str, str, Any,
                                                                                                  Dict[str, Any]]]] = None,
                  takes_token_callable: bool = False,
-                 quirk_keys: Sequence[str] = (), own_quirks: Optional[Mapping[str, Any]] = None) -> None:
+                 quirk_keys: Sequence[str] = (), own_quirks: Optional[Mapping[str, Any]] = None,
+                 check_headers: Optional[Callable[[Mapping[str, str], Any, str], None]] = None) -> None:
         self.name = name
         self.base_url = base_url
         self.key_env = tuple(key_env)
@@ -80,6 +84,7 @@ class Host(object):
         self.takes_token_callable = takes_token_callable
         self.quirk_keys = tuple(quirk_keys)
         self.own_quirks = dict(own_quirks or {})
+        self.check_headers = check_headers
 
     def encode(self, plan: HttpRequest, endpoint: Any) -> HttpRequest:
         """The request as sent on this attempt: the URL joined, the body as compact UTF-8 JSON bytes,

@@ -407,7 +407,8 @@ class BedrockAuth(object):
     def apply(self, method: str, url: str, headers: Mapping[str, str], body: bytes,
               when: Optional[datetime.datetime] = None) -> Dict[str, str]:
         """The headers to send ``body`` with (signed afresh on every call).  An Authorization the caller set
-        is sent as it is, as on every other host, except under SigV4, whose signature takes its place."""
+        is sent as it is, as on every other host; under SigV4 the client refuses one before this is reached
+        (``_check_headers``), since the signature takes its place."""
         if self.kind == "sigv4":
             assert self.credentials is not None and self.region
             return sign_v4(method, url, headers, body, self.credentials, self.region, SERVICE, when)
@@ -594,6 +595,25 @@ def _authorise(method: str, url: str, headers: Dict[str, str], data: Optional[by
     return headers
 
 
+#: the headers a SigV4 signature writes itself (sign_v4): a caller's one of these names would be replaced
+SIGNATURE_HEADERS = ("Authorization", "X-Amz-Date", "X-Amz-Security-Token", "Host")
+
+
+def _check_headers(headers: Mapping[str, str], endpoint: Any, what: str) -> None:
+    """Under SigV4 a caller's ``Authorization``, ``X-Amz-Date``, ``X-Amz-Security-Token`` or ``Host`` would be
+    replaced by the signature's own (never sent): a ConfigError before anything is sent, not a header lost.
+    A Bedrock API key or a loopback endpoint without credentials sends the caller's headers as they are."""
+    auth = endpoint.api_key
+    if not (isinstance(auth, BedrockAuth) and auth.kind == "sigv4"):
+        return
+    for name in headers or {}:
+        if isinstance(name, str) and name.lower() in {own.lower() for own in SIGNATURE_HEADERS}:
+            raise ConfigError(
+                "{} sets {!r}, which this Bedrock client's SigV4 signature writes itself: it would be replaced, "
+                "never sent. Leave it out (a gateway that takes its own Authorization is reached with api_key= set "
+                "to its key, or without AWS credentials)".format(what, name))
+
+
 def _configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
                environ: Mapping[str, str]) -> Tuple[str, str, Any, Dict[str, Any]]:
     """What registry.resolve takes: the endpoint, and a BedrockAuth as the key (see ``resolve_bedrock``)."""
@@ -603,4 +623,4 @@ def _configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
 
 #: Amazon Bedrock's host
 HOST = Host("aws", _authorise, "https://bedrock-runtime.{region}.amazonaws.com", (BEARER_ENV, "AWS_ACCESS_KEY_ID"),
-            ENDPOINT_ENVS[0], url=_url, configure=_configure, takes_token_callable=True)
+            ENDPOINT_ENVS[0], url=_url, configure=_configure, takes_token_callable=True, check_headers=_check_headers)

@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 from .. import hosts, registry
-from .._redact import shown_url
+from .._redact import named_secrets, shown_url
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, upstream_error
 from ..stream import Collector, drive, surrogates_escaped, surrogates_shown
 from ..validate import check_config
 from . import backends as _backends
 from .backends import TERMINAL, dumps_entry
 from .backends._base import TAG_ROOM
-from .backends._wire import Wire
+from .backends._wire import Wire, _scrubbed
 from .jobfile import (JobRow, OutputLock, OutputWriter, error_of, error_row, vectors_short, finished_ids, iter_rows, output_row, read_jobs,
                       replace_durably)
 
@@ -348,6 +348,8 @@ def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
         return "output_retries must be an int from 0 to 10"
     if "not_ours" in state and not _str_list(state["not_ours"]):
         return "not_ours must be a list of batch ids"
+    if "input_needed" in state and not _str_list(state["input_needed"]):
+        return "input_needed must be a list of words"
     digests = state.get("row_sha256")
     if digests is not None and not (isinstance(digests, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in digests.items())):
@@ -487,17 +489,25 @@ class _Group(object):
         self.taken = set()  # type: set
 
 
+#: what a fetch reads of some rows from the input file (kept in the state as ``input_needed``): without the file
+#: a row's own output type is unknown (its answer was written unchecked) and a re-ask round has no messages to
+#: send, a traced row was not traced, an embedding row's vectors not counted against its messages
+_INPUT_NEEDS = ("output type", "trace_id", "embedding messages")
+
+
 def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool],
-          digests: Optional[Dict[str, str]] = None, typed_output: Any = None) -> Tuple[
-        List[Dict[str, Any]], Dict[int, List[bytes]], Dict[int, Any]]:
+          digests: Optional[Dict[str, str]] = None, typed_output: Any = None,
+          needs: Optional[Set[str]] = None) -> Tuple[List[Dict[str, Any]], Dict[int, List[bytes]], Dict[int, Any]]:
     """The state's batch records, the encoded entries of each, and a sample request of each, for the
     rows of the job file ``wanted`` keeps.  The file is checked first, then read row by row: memory
-    holds the encoded entries (what is uploaded), not the rows."""
-    all_ids = read_jobs(input_path, keep_rows=False).ids
+    holds the encoded entries (what is uploaded), not the rows.  ``needs`` gets what of the rows a fetch reads
+    from the input file (``_INPUT_NEEDS``)."""
+    checked = read_jobs(input_path, keep_rows=False)
+    all_ids = checked.ids
     cache = {}  # type: Dict[Tuple[Any, ...], Any]
     problems = []  # type: List[str]
     groups = {}  # type: Dict[Tuple[Any, ...], _Group]
-    for row in iter_rows(input_path):
+    for row in iter_rows(input_path, stop=checked.size):  # (lines written since the check are not the job's)
         if not wanted(row):
             continue
         try:
@@ -509,6 +519,10 @@ def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool],
             continue  # nothing will be sent: the rest is only checked
         if digests is not None:
             digests[row.id] = _row_digest(row)
+        if needs is not None:
+            needs.update(word for word, needed in ((_INPUT_NEEDS[0], _output_of(row, typed_output) is not None),
+                                                   (_INPUT_NEEDS[1], bool(row.config.get("trace_id"))),
+                                                   (_INPUT_NEEDS[2], item.api == "embeddings")) if needed)
         key = (item.backend, item.client.client_type, item.client.base_url, row.model, item.api, row.client_type,
                row.base_url)
         group = groups.get(key)
@@ -574,6 +588,8 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
     state_path = state_path or input_path + ".batch.json"
     if not os.path.isdir(os.path.dirname(os.path.abspath(state_path))):
         raise ConfigError("the folder of the state file {} does not exist".format(state_path))
+    if output_path is not None:
+        _not_the_job_files(output_path, input_path, state_path)
     lock = _state_lock(state_path)
     try:
         # (a live run writing output_path meanwhile would answer rows this submission also sends: refused)
@@ -600,18 +616,25 @@ def _submit(input_path: str, backend: str, state_path: str, output_path: Optiona
         job._recover_all()  # a batch whose create call was cut short is found, not created (and paid for) twice
         todo = _still_to_do(job._state)
         digests = job._state.setdefault("row_sha256", {})
+        needed = set(job._state.get("input_needed") or ())  # type: Set[str]
         records, entries, samples = _plan(input_path, backend, lambda row: row.id in todo, digests,
-                                          job._state.get("output"))
+                                          job._state.get("output"), needed)
+        if needed:
+            job._state["input_needed"] = sorted(needed)
         job._resume(entries, samples, records)
         return job
     done = finished_ids(output_path) if output_path is not None else set()
     digests = {}  # type: Dict[str, str]
-    records, entries, samples = _plan(input_path, backend, lambda row: row.id not in done, digests, typed_output)
+    needs = set()  # type: Set[str]
+    records, entries, samples = _plan(input_path, backend, lambda row: row.id not in done, digests, typed_output,
+                                      needs)
     if not records:
         raise ConfigError("{} has no row to submit{}".format(
             input_path, " (every id has a row in {})".format(output_path) if output_path else ""))
     state = {"agenthub_batch": STATE_VERSION, "backend": backend, "input_path": os.path.abspath(input_path),
              "input_sha256": _digest(input_path), "created_at": _now(), "batches": records, "row_sha256": digests}
+    if needs:
+        state["input_needed"] = sorted(needs)
     if typed_output is not None or output_retries != 2:
         state["output"] = typed_output
         state["output_retries"] = output_retries
@@ -839,10 +862,17 @@ class BatchJob(object):
                         changed.append(row.id)
                     traced = bool(row.config.get("trace_id")) or _output_of(row, typed) is not None  # (a re-ask
                     # round sends the row's messages again)
+                    # (an untraced row keeps the extra_body holding credentials: its error is scrubbed of them)
+                    extra = {"extra_body": row.config["extra_body"]} if named_secrets(row.config.get("extra_body")) \
+                        else {}
                     rows[row.id] = JobRow(id=row.id, model=row.model, messages=row.messages if traced else [],
-                                          config=row.config if traced else {}, client_type=row.client_type,
+                                          config=row.config if traced else extra, client_type=row.client_type,
                                           base_url=row.base_url, line=row.line, output_schema=row.output_schema,
                                           inputs=len(row.messages))
+            if not os.path.exists(self.input_path) and self._state.get("input_needed"):
+                raise ConfigError("the input file {} is not there, and a fetch reads rows of this job from it "
+                                  "(their {}): restore it to fetch (nothing was fetched)".format(
+                                      self.input_path, ", ".join(self._state["input_needed"])))
             gone = [rid for rid in (digests or ()) if rid not in rows] if os.path.exists(self.input_path) else []
             if changed or gone:
                 shown = ", ".join(repr(rid[:60]) for rid in (changed + gone)[:5])
@@ -980,6 +1010,7 @@ class BatchJob(object):
         are, so fetching again, or after ``agenthub.jobs.run``, writes nothing twice).  The state file and the
         output are locked meanwhile (a second fetch, submit or cancel of the job, or a live run writing the
         output, is refused)."""
+        _not_the_job_files(output_path, self.input_path, self.state_path)
         with self._locked():
             lock = OutputLock(output_path)
             try:
@@ -1119,6 +1150,9 @@ class BatchJob(object):
                 out, again = _result_row(row, outcome, payload, output, prior, record, record_parser, client, retries)
             except Exception as exc:  # a value no row can hold (nested past the stack, ...): this row fails, the
                 out, again = error_row(row, exc, attempts=1, backend=record["backend"]), None  # fetch goes on (as live)
+            if out is not None and isinstance(out.get("error"), dict):  # a provider's error quoting the request: what
+                # the row's extra_body holds under a credential's name is *** (as the live client's error has it)
+                _scrubbed(out["error"], named_secrets(row.config.get("extra_body")))
             if out is None:
                 if rounds is None:  # no new round (the job was cancelled): the row is left for jobs.run
                     answered.discard(rid)
@@ -1230,6 +1264,16 @@ def _result_row(row: JobRow, outcome: str, payload: Any, output: Any, prior: Any
         out.update(attempts=int(prior["attempt"]) + 1, usage_metadata=prior.get("usage"),
                    cost_usd=prior.get("cost_usd"))
     return out, None
+
+
+def _not_the_job_files(output_path: str, input_path: str, state_path: str) -> None:
+    """ConfigError when ``output_path`` is the job's input or state file (a link to one too): the input's rows
+    would be read as answers (every result skipped, none written), the state would be written over."""
+    from .runner import _same_file
+
+    for path, what in ((input_path, "input"), (state_path, "state")):
+        if _same_file(output_path, path):
+            raise ConfigError("the output file must not be the {} file ({})".format(what, path))
 
 
 def _sent_id(record: Mapping[str, Any], rid: str) -> str:

@@ -6,8 +6,8 @@
                        [--retry-failed] [--skip-invalid] [--max-retries N] [--no-progress]
 
 Exit status of ``batch run``: 0 every row has an answer in OUT; 3 the job ran to its end but some rows
-have error rows (rerun with --retry-failed to send them again); 1 the job did not start (a bad line,
-an unknown model, a missing key: all listed on stderr, nothing sent) or another agenthub error;
+have error rows, written now or before (rerun with --retry-failed to send them again); 1 the job did not
+start (a bad line, an unknown model, a missing key: all listed on stderr, nothing sent) or another agenthub error;
 2 bad usage; 130 interrupted (Ctrl-C: OUT is resumable, run the same command again).
 
 Other ``batch`` actions register in ``ACTIONS`` (name -> (add arguments, run)).
@@ -42,20 +42,23 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .._controls import dollars
     from .runner import run
 
     summary = run(args.input, args.output, workers=args.workers, rpm=args.rpm, tpm=args.tpm,
                   retry_failed=args.retry_failed, skip_invalid=args.skip_invalid, max_retries=args.max_retries,
                   engine=None if args.engine == "live" else args.engine,
                   progress=False if args.no_progress else None)
-    print("agenthub batch run: {} done, {} failed, {} skipped of {} rows; {:,} tokens, ${:.4f}{}; {:.1f} s{}".format(
-        summary.done, summary.failed, summary.skipped, summary.total, summary.tokens, summary.cost_usd,
+    print("agenthub batch run: {} done, {} failed, {} skipped of {} rows; {:,} tokens, ${}{}; {:.1f} s{}{}".format(
+        summary.done, summary.failed, summary.skipped, summary.total, summary.tokens, dollars(summary.cost_usd),
         " ({} rows unpriced)".format(summary.unpriced) if summary.unpriced else "", summary.wall_s,
+        "; {} rows have error rows in all (--retry-failed sends them again)".format(summary.failed_total)
+        if summary.failed_total > summary.failed else "",
         "; interrupted: {} rows left, run the same command again".format(summary.left) if summary.interrupted else ""),
         file=sys.stderr)
     if summary.interrupted:
         return 130
-    return EXIT_FAILED_ROWS if summary.failed else 0
+    return EXIT_FAILED_ROWS if summary.failed_total else 0  # (error rows written before count: skipped, not answered)
 
 
 ACTIONS = {

@@ -23,6 +23,7 @@ import json
 import math
 import logging
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -95,6 +96,8 @@ class JobFile:
     #: ``keep_head``), and where the lines after them start: (byte offset, the number of the last line kept)
     head: List[JobRow] = field(default_factory=list)
     head_end: Tuple[int, int] = (0, 0)
+    #: the bytes of the file that were checked (None: not known); the lines past them (written since) are not the job's
+    size: Optional[int] = None
 
     def __len__(self) -> int:
         return self.count + len(self.invalid)
@@ -144,13 +147,13 @@ def _checked(obj: Any, plain: bool, passed: Optional[Set[Any]] = None) -> Tuple[
         raise ConfigError("'base_url' must be a non-empty string when given")
     messages = get("messages")
     if not plain:
-        messages = from_jsonable(messages)
+        messages = _decoded(messages, "messages")
     check_messages(messages)
     config = get("config")
     if config is None:
         config = {}
     elif not plain:
-        config = from_jsonable(config)
+        config = _decoded(config, "config")
     if passed is None:
         check_config(config)
     else:
@@ -171,6 +174,17 @@ def _checked(obj: Any, plain: bool, passed: Optional[Set[Any]] = None) -> Tuple[
 
         check_no_tools(config)
     return rid, model, messages, config, schema
+
+
+def _decoded(value: Any, name: str) -> Any:
+    """``from_jsonable`` of a job line's ``name``: a ``{"__bytes__": ...}`` payload that is not base64 is the line's
+    ConfigError (Python's lenient decoding dropped the characters outside the alphabet and sent what was left,
+    a data: URL's prefix decoded as image bytes, or raised binascii.Error out of the check)."""
+    try:
+        return from_jsonable(value, strict=True)
+    except ValueError:  # (binascii.Error)
+        raise ConfigError("{!r} holds a {{\"__bytes__\": ...}} value that is not base64 (the standard alphabet, "
+                          "padded, without a data: URL's prefix)".format(name)) from None
 
 
 def _config_key(config: Any) -> Any:
@@ -217,6 +231,22 @@ def _invalid_id(obj: Any, line: int) -> str:
     return rid if _usable_id(rid) else "line-{}".format(line)
 
 
+def _stand_in(seen: "IdIndex", row: Dict[str, Any], number: int) -> None:
+    """Record the id of line ``number``'s error row (``skip_invalid``).  A usable id of its own was recorded as the
+    line was read; a ``line-N`` stand-in some row of the file has as its id (that row was marked answered by this
+    error row, and never sent) becomes ``line-N-2`` (``-3``, ...): the first one no row has, the same on every read
+    of the file."""
+    rid = row["id"]
+    suffix = 1
+    while True:
+        first = seen.add(rid, number)
+        if first is None or first == number:
+            row["id"] = rid
+            return
+        suffix += 1
+        rid = "line-{}-{}".format(number, suffix)
+
+
 def _usable_id(rid: Any) -> bool:
     """A non-empty string that is valid Unicode (JSON lets a lone surrogate through: ``"\\ud800"``)."""
     if not isinstance(rid, str) or not rid:
@@ -231,6 +261,10 @@ def _usable_id(rid: Any) -> bool:
 #: the longest job line read (a longer one is an invalid line: never held in memory whole)
 MAX_JOB_LINE_BYTES = 64 * 1024 * 1024
 _READ_PIECE = 1 << 20
+
+
+#: UTF-8's byte order mark, read past at the start of a job file
+_BOM = b"\xef\xbb\xbf"
 
 
 def _encoding(number: int) -> str:
@@ -274,7 +308,8 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
 
     Every problem is listed in one ConfigError (line numbers 1-based): a duplicate id names both
     lines (always refused), an invalid line says why (refused unless ``skip_invalid``; then it
-    becomes an error row in ``JobFile.invalid``, id ``line-N`` when it has no usable id).
+    becomes an error row in ``JobFile.invalid``, id ``line-N`` when it has no usable id: ``line-N-2`` when a
+    row of the file has that id).
     Blank lines are skipped.  ``keep_rows=False`` checks the file without keeping its rows (memory
     stays flat in their number: ``iter_rows`` reads them again, lazily); ``keep_head``: with it, the rows of
     the first lines up to that many bytes are kept as checked (``JobFile.head``: ``rows_from(..., start=
@@ -343,6 +378,12 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
     except OSError as exc:
         seen.close()
         raise ConfigError("cannot read the job file {}: {}".format(path, exc.strerror or exc)) from None
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # (a pipe, <(zcat ...), a device: read once only)
+        handle.close()
+        seen.close()
+        raise ConfigError("the job file {} is not a regular file (a pipe or a device): it is read more than once "
+                          "(checked whole first, then sent row by row, and again to resume); write it to a file "
+                          "first".format(path))
     with handle:
         for number, raw in _bounded_lines(handle):
             obj = None  # type: Any
@@ -356,8 +397,8 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
                     head_bytes = -1  # (the head ends at the first line that does not fit)
             if raw is None:
                 error = ConfigError("longer than {} bytes".format(MAX_JOB_LINE_BYTES))  # type: Optional[ConfigError]
-            elif raw.isspace():  # (a blank line: not copied to be stripped)
-                continue
+            elif raw.isspace() or (number == 1 and raw.startswith(_BOM) and (len(raw) == 3 or raw[3:].isspace())):
+                continue  # (a blank line, the first one too behind a byte order mark: not copied to be stripped)
             else:
                 try:
                     obj = json.loads(raw.decode(_encoding(number)))
@@ -391,6 +432,7 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
             if len(pending) >= 512:
                 settle()
         settle()
+        size = handle.tell()
     duplicates = [p for p in problems if "duplicate id" in p]
     if problems:
         seen.close()
@@ -401,27 +443,34 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
         raise ConfigError("the job file {} has {} problem(s):\n  {}{}{}".format(
             path, len(problems), "\n  ".join(shown), more, tail), lines=_lines(problems))
     for number, row in invalid:
-        seen.add(row["id"], number)  # "line-N" ids (a usable id was added above)
+        _stand_in(seen, row, number)
     seen.seal()
     return JobFile(rows=rows, invalid=invalid, path=path, count=count, routes=routes, ids=seen,
-                   route_keys=list(route_ids), head=head, head_end=head_end)
+                   route_keys=list(route_ids), head=head, head_end=head_end, size=size)
 
 
-def iter_rows(path: str, *, check: bool = True) -> Iterator[JobRow]:
+def iter_rows(path: str, *, check: bool = True, stop: Optional[int] = None) -> Iterator[JobRow]:
     """The valid rows of a job file, read lazily (check it with ``read_jobs`` first: invalid and blank
     lines are passed over here without a word).  ``check=False`` skips checking each row again (the
-    file was checked by ``read_jobs`` a moment ago; the client checks messages and config anyway)."""
-    yield from rows_from(path, 1, check=check)
+    file was checked by ``read_jobs`` a moment ago; the client checks messages and config anyway).
+    ``stop``: the bytes checked (``JobFile.size``): a line ending past them was written since, and is not read."""
+    yield from rows_from(path, 1, check=check, stop=stop)
 
 
-def rows_from(path: str, first_line: int, *, check: bool = True, start: Tuple[int, int] = (0, 0)) -> Iterator[JobRow]:
+def rows_from(path: str, first_line: int, *, check: bool = True, start: Tuple[int, int] = (0, 0),
+              stop: Optional[int] = None) -> Iterator[JobRow]:
     """``iter_rows`` from line ``first_line`` on: the lines before it are read past, not decoded (a resumed
     run starts at the first line still to do).  ``start``: (byte offset, its line's number less one) where
-    reading begins (``JobFile.head_end``: the lines before it are the head's)."""
+    reading begins (``JobFile.head_end``: the lines before it are the head's); ``stop``: as ``iter_rows``'s."""
     with open(path, "rb") as handle:
         if start[0]:
             handle.seek(start[0])
         for number, raw in _bounded_lines(handle, start[1]):
+            if stop is not None and handle.tell() > stop:  # (appended, or completed, after the check: unchecked)
+                past = handle.tell() - stop  # (only its line end written since: the line checked, whole)
+                if raw is None or past > len(raw) or raw[len(raw) - past:].strip(b"\r\n") or not raw[:len(raw) - past]:
+                    return
+                stop = -1  # (the lines after it are all past the check)
             if number < first_line or raw is None or raw.isspace():
                 continue
             try:
@@ -451,8 +500,8 @@ def _fast_row(obj: Any, number: int, plain: bool = False) -> Optional[JobRow]:
                       config=config if isinstance(config, dict) else {},
                       client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number,
                       output_schema=schema)
-    return JobRow(id=obj["id"], model=obj["model"], messages=from_jsonable(obj["messages"]),
-                  config=from_jsonable(config) if isinstance(config, dict) else {},
+    return JobRow(id=obj["id"], model=obj["model"], messages=from_jsonable(obj["messages"], True),
+                  config=from_jsonable(config, True) if isinstance(config, dict) else {},
                   client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number,
                   output_schema=schema)
 
@@ -557,8 +606,10 @@ class IdIndex(object):
         with self._lock:
             return bool(self._db.execute("UPDATE ids SET done = 1 WHERE id = ? AND done = 0", (rid,)).rowcount)
 
-    def mark_done_many(self, rids: Iterable[Any]) -> int:
-        """``mark_done`` for each of ``rids``, in one transaction: how many were marked."""
+    def mark_done_many(self, rids: Iterable[Any], errored: bool = False) -> int:
+        """``mark_done`` for each of ``rids``, in one transaction: how many were marked.  ``errored``: the rows
+        found are error rows (an id is marked so until a row that is not an error row is found for it:
+        ``errored_count``)."""
         rows = [(rid,) for rid in rids if isinstance(rid, str)]
         if not rows:
             return 0
@@ -567,15 +618,27 @@ class IdIndex(object):
             before = db.total_changes
             db.execute("BEGIN")
             try:
-                db.executemany("UPDATE ids SET done = 1 WHERE id = ? AND done = 0", rows)
+                if errored:
+                    db.executemany("UPDATE ids SET done = 2 WHERE id = ? AND done = 0", rows)
+                    marked = db.total_changes - before
+                else:  # (an id marked errored before is an answered one now, not marked a second time)
+                    fresh = db.total_changes
+                    db.executemany("UPDATE ids SET done = 1 WHERE id = ? AND done = 0", rows)
+                    marked = db.total_changes - fresh
+                    db.executemany("UPDATE ids SET done = 1 WHERE id = ? AND done = 2", rows)
             finally:
                 db.execute("COMMIT")
-            return db.total_changes - before
+            return marked
+
+    def errored_count(self) -> int:
+        """How many ids were marked by error rows only (``mark_done_many(..., errored=True)``)."""
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM ids WHERE done = 2").fetchone()[0])
 
     def last_done(self) -> int:
         """The last line whose id is marked done (0: none): a row below none of them needs no ``is_done``."""
         with self._lock:
-            found = self._db.execute("SELECT max(line) FROM ids WHERE done = 1").fetchone()
+            found = self._db.execute("SELECT max(line) FROM ids WHERE done != 0").fetchone()
         return found[0] if found and found[0] is not None else 0
 
     def is_done(self, rid: str) -> bool:
@@ -724,6 +787,8 @@ class OutputLock(object):
                  advice: str = "wait for it to end, or write another output file") -> None:
         self.path = output_path + ".lock"
         self._fd = None  # type: Optional[int]
+        if os.path.isdir(output_path):  # (a typo naming a folder: a ConfigError, not IsADirectoryError mid-run)
+            raise ConfigError("{} is a folder, not a file".format(output_path))
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX
@@ -767,23 +832,38 @@ def _scan(path: str, visit: Callable[[int, Optional[Dict[str, Any]]], None]) -> 
     offset = 0
     with open(path, "rb") as handle:
         for raw in handle:
-            if not raw.endswith(b"\n"):
-                break  # torn: a killed run's last write
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                obj = None
-            visit(offset, obj if isinstance(obj, dict) else None)
+            obj = _row_of_line(raw, offset)
+            if not raw.endswith(b"\n") and obj is None:
+                break  # torn: a killed run's last write (a whole row whose newline an editor dropped is kept)
+            visit(offset, obj)
             offset += len(raw)
     return offset
 
 
+def _row_of_line(raw: bytes, offset: int) -> Optional[Dict[str, Any]]:
+    """The output row an output line at ``offset`` holds (None: not one).  A byte order mark an editor put at the
+    start of the file is read past, as in a job file."""
+    try:
+        obj = json.loads(raw.decode("utf-8-sig" if not offset else "utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def _truncate_torn(path: str, good: int) -> None:
+    """Cut the file to its ``good`` part (a torn last line runs again); a last row without its newline (an editor
+    dropped it) gets one, so that the next row appended starts a line of its own."""
     if os.path.getsize(path) > good:
         log.warning("agenthub.jobs: %s ends with a torn line (a run was killed while writing it): cut away, "
                     "that row runs again", path)
         with open(path, "r+b") as handle:
             handle.truncate(good)
+    if good:
+        with open(path, "r+b") as handle:
+            handle.seek(good - 1)
+            if handle.read(1) != b"\n":
+                handle.seek(good)
+                handle.write(b"\n")
 
 
 def _cut_torn_tail(path: str) -> None:
@@ -802,10 +882,14 @@ def _cut_torn_tail(path: str) -> None:
             chunk = handle.read(end - start)
             cut = chunk.rfind(b"\n")
             if cut >= 0:
-                _truncate_torn(path, start + cut + 1)
-                return
+                break
             end = start
-    _truncate_torn(path, 0)
+        else:
+            start, cut = 0, -1
+        good = start + cut + 1
+        handle.seek(good)
+        whole = _row_of_line(handle.read(), good) is not None  # (a row whose newline an editor dropped: kept)
+    _truncate_torn(path, size if whole else good)
 
 
 def read_output(path: str) -> List[Dict[str, Any]]:
@@ -838,22 +922,25 @@ def finished_ids(output_path: str, *, retry_failed: bool = False) -> Set[str]:
 
 def mark_finished(output_path: str, index: "IdIndex", *, retry_failed: bool = False) -> int:
     """Mark in ``index`` the ids that have a row in ``output_path`` (error rows too, unless
-    ``retry_failed``), the output read one line at a time; the number of ids marked.  A torn last
-    line is cut away (as ``finished_ids`` does)."""
+    ``retry_failed``), the output read one line at a time; the number of ids marked (those with error rows
+    only are marked errored: ``IdIndex.errored_count``).  A torn last line is cut away (as ``finished_ids`` does)."""
     marked = [0]
     if not os.path.exists(output_path):
         return 0
-    batch = []  # type: List[Any]  # ids marked a thousand at a time, in one transaction (memory stays flat)
+    # ids marked a thousand at a time, in one transaction (memory stays flat): answers, error rows
+    batches = ([], [])  # type: Tuple[List[Any], List[Any]]
 
     def visit(_: int, obj: Optional[Dict[str, Any]]) -> None:
         if obj is not None and (obj.get("error") is None or not retry_failed):
+            errored = obj.get("error") is not None
+            batch = batches[errored]
             batch.append(obj.get("id"))
             if len(batch) >= 1000:
-                marked[0] += index.mark_done_many(batch)
+                marked[0] += index.mark_done_many(batch, errored)
                 del batch[:]
 
     good = _scan(output_path, visit)
-    marked[0] += index.mark_done_many(batch)
+    marked[0] += index.mark_done_many(batches[0]) + index.mark_done_many(batches[1], True)
     _truncate_torn(output_path, good)
     return marked[0]
 

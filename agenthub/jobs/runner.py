@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from .._controls import dollars
 from .._redact import shown_url
 from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
@@ -85,6 +86,8 @@ class JobSummary:
     cache_hits: int = 0
     #: answered rows per endpoint, ``"model (client_type, host)"`` -> rows (with ``fallbacks=``: which route answered)
     routes: Dict[str, int] = field(default_factory=dict)
+    #: this job's rows whose row in the output is an error row, written now (``failed``) or before (skipped)
+    failed_total: int = 0
 
     @property
     def left(self) -> int:
@@ -180,9 +183,9 @@ class Progress(object):
         eta_text = "--" if eta is None else _duration(eta)
         failed = ", {} failed".format(snap["failed"]) if snap["failed"] else ""
         skipped = ", {} skipped".format(snap["skipped"]) if snap["skipped"] else ""
-        return "agenthub.jobs: {}/{} rows{}{}, {:.1f} rows/s, ETA {}, {:,} tokens, ${:.4f}".format(
+        return "agenthub.jobs: {}/{} rows{}{}, {:.1f} rows/s, ETA {}, {:,} tokens, ${}".format(
             snap["done"] + snap["failed"] + snap["skipped"], snap["total"], failed, skipped, snap["rate"], eta_text,
-            snap["tokens"], snap["cost_usd"])
+            snap["tokens"], dollars(snap["cost_usd"]))
 
     def row(self, summary: JobSummary) -> None:
         """After each finished row (any worker thread)."""
@@ -826,6 +829,7 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
     clients = build_clients(routes, client_factory or functools.partial(default_client, max_retries=max_retries),
                             embedding, counts)
     summary = JobSummary(total=len(job), skipped=skipped)
+    errored = job.ids.errored_count()  # (rows skipped for an error row written before)
     show = Progress(progress, summary.total, summary.skipped)
     writer = OutputWriter(output_path, retry_failed=retry_failed, retry_ids=job.ids)
     ids = job.ids
@@ -858,6 +862,7 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
             unregister(state.row_hook)
         writer.close()
         summary.wall_s = time.monotonic() - started
+        summary.failed_total = summary.failed + errored
     show.end(summary)
     return summary
 
@@ -870,7 +875,7 @@ def _rows(job: JobFile, input_path: str, first: int) -> Iterator[JobRow]:
         row = head.pop()
         if row.line >= first:
             yield row
-    yield from rows_from(input_path, first, check=False, start=job.head_end)
+    yield from rows_from(input_path, first, check=False, start=job.head_end, stop=job.size)
 
 
 def own_client(fallbacks: Optional[List[Any]], budget: Any, model: str, client_type: Optional[str],

@@ -37,6 +37,7 @@ from ..hosts.trust import check_base_url, url_origin
 from ..resume import RESUMED, Resumable, resume_delay
 from ..sse import iter_events
 from ..types import HttpRequest
+from ..validate import _short, check_distinct_header_names, check_header_name, check_header_value
 from . import jsonrpc
 from .channel import Answer, Channel, modern_refusal, scrub, weak_handler
 from .jsonrpc import MCPError, Message
@@ -367,9 +368,11 @@ class HttpChannel(Channel):
             if not isinstance(key, str) or not isinstance(value, str):
                 raise ConfigError("headers must map str to str (got {} for {})".format(
                     type(value).__name__, type(key).__name__ if not isinstance(key, str) else repr(key)))
-            if "\n" in value or "\r" in value or "\n" in key or "\r" in key:
-                raise ConfigError("header {!r}: a line break is not allowed in a header".format(
-                    key if "\n" not in key else "(name)"))
+            # as a model client's headers are checked (validate): a name HTTP allows, a value sent as it is (no
+            # control or invisible character, Latin-1, no white space around it), never shown in the error
+            check_header_name(key, "headers key {}".format(_short(key)))
+            check_header_value(value, "headers[{!r}]".format(key))
+        check_distinct_header_names(headers or {}, "headers")
         self.headers = dict(headers or {})
         self.secrets = sorted(set(secret_values({}, self.headers.values())) | set(url_query_secrets(url)),
                               key=len, reverse=True)

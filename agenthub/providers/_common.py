@@ -12,6 +12,7 @@ import re
 from operator import is_ as _is  # (C speed over a whole history)
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from .._redact import named_secrets
 from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..sse import iter_event_data, iter_events, json_loads, scan_once
@@ -893,6 +894,9 @@ def apply_extras(request: Any, config: Mapping[str, Any]) -> Any:
     changes = {}  # type: Dict[str, Any]
     if extra_body:
         changes["body"] = deep_merge(dict(request.body or {}), extra_body)
+        secrets = named_secrets(extra_body)  # ({"api_key": ...}: scrubbed from errors and recordings)
+        if secrets:
+            changes["secrets"] = tuple(sorted(set(request.secrets) | set(secrets), key=len, reverse=True))
     if extra_headers:
         headers = {k: v for k, v in dict(request.headers).items()
                    if k.lower() not in {name.lower() for name in extra_headers}}

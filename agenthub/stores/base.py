@@ -8,7 +8,10 @@ A store keeps three kinds of rows, each under a caller's ``key`` (rows of differ
   lease: ``budget_hold`` gives it ``lease`` seconds, the live holder renews it (``budget_renew``), and a
   hold whose holder stopped renewing (a process killed while its request was under way) expires: its
   whole worst case is then counted as spent (what that request cost is unknown; counting its worst case
-  keeps the bound), so it blocks nobody and never lets the account overspend;
+  keeps the bound), so it blocks nobody and never lets the account overspend.  Such a hold is remembered for
+  ``GONE_SECONDS`` (its id and worst case): a late settlement of it puts the difference right once, and a
+  settlement or release of a hold the store does not know (already settled: a retried store call whose first
+  try was done; never written) changes nothing;
 - the response cache's entries (opaque bytes, a time to live, a total size bound).
 
 ``MemoryStore`` and ``SQLiteStore`` run the algorithms below (``limiter_take`` and friends: pure
@@ -19,6 +22,7 @@ import math
 import os
 import re
 import threading
+import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import AgentHubError, ConfigError
@@ -29,6 +33,9 @@ __all__ = ["Store", "StoreError", "Renewer", "check_key", "LEASE_SECONDS", "SCHE
 SCHEMA_VERSION = 1
 #: how long a budget hold lives without being renewed (its holder renews it every third of that)
 LEASE_SECONDS = 30.0
+#: how long a budget hold that expired (counted at its whole worst case) is remembered, so that its holder, alive
+#: after all, can settle it late (the difference put right, once)
+GONE_SECONDS = 86400.0
 #: the longest accepted key (the name of a shared account)
 MAX_KEY = 200
 #: the longest one request's tokens or one pause may hold a limiter's pace back (the limiter's MAX_PAUSE)
@@ -202,10 +209,12 @@ def limiter_hold_back(row: Dict[str, Any], now: float, seconds: float, endpoint:
 
 
 def limiter_in_force(row: Dict[str, Any], now: float) -> Dict[str, float]:
-    out = {name: end - now for name, end in _endpoint_pauses(row, now).items() if end > now}
+    """The pauses in force, each at most ``MAX_HOLD`` from now (one further ahead was written by a clock ahead of
+    this one: a wall clock stepped back, another server's after a failover; no pause is ever longer)."""
+    out = {name: min(end - now, MAX_HOLD) for name, end in _endpoint_pauses(row, now).items() if end > now}
     p = _number(row, "p", now, "limiter")
     if p > now:
-        out[""] = p - now
+        out[""] = min(p - now, MAX_HOLD)
     return out
 
 
@@ -214,10 +223,10 @@ def limiter_new_slot(row: Dict[str, Any], now: float, rpm: float) -> Tuple[Dict[
     return dict(row, r=at + 60.0 / rpm), at - now
 
 
-def _holds(row: Dict[str, Any]) -> Dict[str, List[Any]]:
-    holds = row.get("holds", {})
+def _hold_rows(row: Dict[str, Any], name: str) -> Dict[str, List[Any]]:
+    holds = row.get(name, {})
     if not isinstance(holds, dict):
-        raise StoreError("the store's budget row is corrupt (holds): refusing it")
+        raise StoreError("the store's budget row is corrupt ({}): refusing it".format(name))
     for hold_id, value in holds.items():
         if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], (int, float))
                 and not isinstance(value[0], bool) and math.isfinite(value[0]) and value[0] >= 0
@@ -226,19 +235,30 @@ def _holds(row: Dict[str, Any]) -> Dict[str, List[Any]]:
     return holds
 
 
+def _holds(row: Dict[str, Any]) -> Dict[str, List[Any]]:
+    return _hold_rows(row, "holds")
+
+
 def budget_sweep(row: Dict[str, Any], now: float) -> Dict[str, Any]:
-    """The row with expired holds counted as spent at their whole worst case (and checked)."""
+    """The row with expired holds counted as spent at their whole worst case (and checked); each is remembered
+    in ``gone`` (its worst case, when it expired) for ``GONE_SECONDS``, for its late settlement."""
     spent = _number(row, "spent", 0.0, "budget")
     requests = int(_number(row, "requests", 0, "budget"))
     expired = int(_number(row, "expired", 0, "budget"))
+    gone = {hold_id: value for hold_id, value in _hold_rows(row, "gone").items()
+            if value[1] is None or value[1] > now - GONE_SECONDS}
     holds = {}
     for hold_id, (needed, expires) in _holds(row).items():
         if expires is not None and expires < now:
             spent += needed
             expired += 1
+            gone[hold_id] = [needed, now]
         else:
             holds[hold_id] = [needed, expires]
-    return {"spent": spent, "requests": requests, "expired": expired, "holds": holds}
+    out = {"spent": spent, "requests": requests, "expired": expired, "holds": holds}
+    if gone:
+        out["gone"] = gone
+    return out
 
 
 def budget_held(row: Dict[str, Any]) -> float:
@@ -249,6 +269,8 @@ def budget_take(row: Dict[str, Any], now: float, max_usd: float, needed: float, 
                 lease: Optional[float]) -> Tuple[Dict[str, Any], Tuple[bool, float]]:
     row = budget_sweep(row, now)
     held = row["spent"] + budget_held(row)
+    if hold_id in row["holds"]:  # (a retried call whose first try held it: held once)
+        return row, (True, held - row["holds"][hold_id][0])
     if held + needed > max_usd + 1e-12:
         return row, (False, held)
     row["holds"][hold_id] = [needed, None if lease is None else now + lease]
@@ -258,9 +280,16 @@ def budget_take(row: Dict[str, Any], now: float, max_usd: float, needed: float, 
 def budget_end(row: Dict[str, Any], now: float, hold_id: str, needed: float,
                actual: Optional[float]) -> Dict[str, Any]:
     row = budget_sweep(row, now)
-    if row["holds"].pop(hold_id, None) is None:
-        # the hold expired and its worst case was counted: put the difference right
-        row["spent"] = max(0.0, row["spent"] + (actual or 0.0) - needed)
+    if not hold_id:  # (nothing held: an unpriced model's request, counted)
+        row["spent"] += actual or 0.0
+    elif row["holds"].pop(hold_id, None) is None:
+        gone = row.get("gone", {}).pop(hold_id, None)
+        if gone is None:
+            return row  # settled already (a retried call whose first try was done), or never held: nothing
+        # the hold expired and its worst case was counted: put the difference right (once)
+        row["spent"] = max(0.0, row["spent"] + (actual or 0.0) - gone[0])
+        if not row["gone"]:
+            del row["gone"]
     elif actual is not None:
         row["spent"] += actual
     if actual is not None:
@@ -366,12 +395,20 @@ class _Leases(object):
                     idle = False
                     period = min(r.lease for r in live) / 3.0
                 self.cond.wait(period)
-                work = [(r, list(r._ids)) for r in self.renewers if r._ids]
-            for renewer, ids in work:
+                work = [(r, list(r._ids), dict(r._later)) for r in self.renewers if r._ids]
+            for renewer, ids, later in work:
                 try:
                     renewer.store.budget_renew(renewer.key, ids, renewer.lease)
-                except AgentHubError:
+                except Exception:  # noqa: BLE001 - the one thread renewing every hold of the process never dies
                     pass  # unreachable for now: the next round tries again (past the lease, the holds count)
+                for hold_id, (needed, actual, since) in later.items():
+                    try:
+                        renewer.store.budget_finish(renewer.key, hold_id, needed, actual)
+                    except Exception as exc:  # noqa: BLE001 - as above
+                        refused = isinstance(exc, AgentHubError) and not getattr(exc, "retryable", False)
+                        if not refused and time.monotonic() - since < GONE_SECONDS:
+                            continue  # the next round tries again (the store remembers an expired hold a day)
+                    renewer.discard(hold_id)  # (done, or refused for good: a corrupt or lost account)
 
 
     def reset(self) -> None:
@@ -395,6 +432,7 @@ class Renewer(object):
         self.key = key
         self.lease = lease
         self._ids = set()  # type: set
+        self._later = {}  # type: Dict[str, Tuple[float, Optional[float], float]]  # unsettled: (needed, actual, since)
         self._pid = None  # type: Optional[int]
 
     @property
@@ -404,10 +442,21 @@ class Renewer(object):
     def add(self, hold_id: str) -> None:
         with _LEASES.cond:
             if self._pid != os.getpid():  # a forked child: the parent's holds are not its own
-                self._pid, self._ids = os.getpid(), set()
+                self._pid, self._ids, self._later = os.getpid(), set(), {}
             self._ids.add(hold_id)
+            _LEASES.wake(self)
+
+    def settle_later(self, hold_id: str, needed: float, actual: Optional[float]) -> None:
+        """A settlement (``actual``; None: a release) the store did not take: the hold stays renewed and the lease
+        thread settles it each round until the store takes it (a day at most)."""
+        with _LEASES.cond:
+            if self._pid != os.getpid():
+                self._pid, self._ids, self._later = os.getpid(), set(), {}
+            self._ids.add(hold_id)
+            self._later[hold_id] = (needed, actual, time.monotonic())
             _LEASES.wake(self)
 
     def discard(self, hold_id: str) -> None:
         with _LEASES.cond:
             self._ids.discard(hold_id)
+            self._later.pop(hold_id, None)

@@ -85,6 +85,7 @@ class JournalRows(object):
                 row = {}
             return claim_step(row, now, owner, lease, ttl)
 
+        self._journal_expire()
         return self._update("journal", run_id, step)  # type: ignore[attr-defined, no-any-return]
 
     def journal_append(self, run_id: str, owner: str, seq: int, entry: str, ttl: Optional[float] = None) -> None:
@@ -150,3 +151,7 @@ class JournalRows(object):
 
     def _journal_rows(self) -> List[Tuple[str, Dict[str, Any]]]:
         raise NotImplementedError
+
+    def _journal_expire(self) -> None:
+        """(each claim: a run's start) the rows of runs past their ``ttl`` go, whichever run they are: a run never
+        claimed again is forgotten all the same."""

@@ -78,3 +78,10 @@ class MemoryStore(JournalRows, StateStore):
     def _journal_rows(self) -> List[Tuple[str, Dict[str, Any]]]:
         with self._lock:
             return [(key, row) for (kind, key), row in self._rows.items() if kind == "journal"]
+
+    def _journal_expire(self) -> None:
+        with self._lock:
+            now = self._clock()
+            for name in [name for name, row in self._rows.items() if name[0] == "journal"
+                         and row.get("expires") is not None and row["expires"] <= now]:
+                del self._rows[name]

@@ -10,8 +10,9 @@ URL: ``redis://[[user]:password@]host[:port][/db][?timeout=S&wait=S]`` (``rediss
 retrying while the server is unreachable.  When the server cannot be reached (at open, or mid-run),
 the limiter and the budget raise ``StoreError`` (retryable) and the request is not sent: the default
 fails closed, never letting a call through unpaced or unbudgeted.  ``?wait=30`` rides out a restart
-of up to 30 s instead.  A budget hold whose settlement could not reach the server keeps its lease
-until it expires (then its whole worst case counts as spent).
+of up to 30 s instead.  A budget hold whose settlement could not reach the server stays renewed and
+the process's lease thread settles it once the server answers.  A script retried after its reply was lost
+(under ``?wait=``) counts once: a hold, a settlement and a charge are each done once.
 
 A budget's rows must not vanish: the store keeps an epoch (``agenthub:1:epoch``, written when the store is
 first opened, with a mark per budget account), and every budget script refuses (StoreError) when the epoch
@@ -58,6 +59,18 @@ def lua_source(name: str) -> str:
     if data is None:  # pragma: no cover - a loader without get_data
         raise ConfigError("agenthub's Lua script {!r} is missing from the installed package".format(name))
     return data.decode("utf-8")
+
+
+#: the error replies that say the server did nothing and may do it soon: retried as an unreachable server is (up to
+#: the URL's ``?wait=``), then a retryable StoreError
+_TRANSIENT = {
+    "READONLY": "the server is a replica now (a failover?)",
+    "MASTERDOWN": "the replica lost its primary",
+    "TRYAGAIN": "the server asks to try again",
+    "BUSY": "the server is busy running another client's script",
+    "NOREPLICAS": "not enough replicas to take a write",
+    "LOADING": "the server is loading its data",
+}
 
 
 class _ErrorReply(str):
@@ -175,6 +188,9 @@ class RedisStore(Store):
         self._response_error = redis.exceptions.ResponseError
         self._error = redis.exceptions.RedisError
         self._no_script = redis.exceptions.NoScriptError
+        self._transient_classes = tuple((getattr(redis.exceptions, name), code) for name, code in (
+            ("ReadOnlyError", "READONLY"), ("MasterDownError", "MASTERDOWN"), ("TryAgainError", "TRYAGAIN"))
+            if hasattr(redis.exceptions, name))
         try:
             self._client = client if client is not None else redis.Redis.from_url(base, socket_timeout=self.timeout,
                                                 socket_connect_timeout=self.timeout, decode_responses=False)
@@ -258,7 +274,9 @@ class RedisStore(Store):
         except self._no_script:
             pass  # (the client's way loads it again)
         except self._response_error as exc:
-            raise self._refused(exc)
+            if self._transient(exc) is None:
+                raise self._refused(exc)
+            self._drop(connection)  # (the client's way retries it, up to ?wait=)
         except self._redis_errors:
             pass  # (redis-py closed the connection: it connects again on its next use)
         return self._run(name, keys, args)
@@ -297,7 +315,9 @@ class RedisStore(Store):
                     reply = _read_reply(sock)
                     if not isinstance(reply, _ErrorReply):
                         return reply
-                    if not reply.startswith("NOSCRIPT"):
+                    if self._transient(reply) is not None:
+                        self._drop(connection)  # (the client's way retries it, up to ?wait=)
+                    elif not reply.startswith("NOSCRIPT"):
                         raise self._refused(reply)
                     connection = None  # (the server lost its scripts: the client's way loads it again)
             except (OSError, ValueError, IndexError, self._error):
@@ -342,14 +362,49 @@ class RedisStore(Store):
                 if time.monotonic() < deadline:
                     time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
                     continue
-                raise StoreError("store {!r} is unreachable ({}): {}; the store URL's ?wait=SECONDS retries "
-                                 "that long".format(self._shown, type(exc).__name__,
-                                                    "it could not be read" if reading else "nothing was sent"),
-                                 retryable=True)
+                unsent = "connecting" in str(exc)  # (redis-py's words for a connection never made)
+                error = StoreError("store {!r} is unreachable ({}): {}; the store URL's ?wait=SECONDS retries "
+                                   "that long".format(self._shown, type(exc).__name__,
+                                                      "it could not be read" if reading else "nothing was sent"
+                                                      if unsent else "its answer was lost (it may have been done)"),
+                                   retryable=True)
+                if unsent:
+                    error.__dict__["_agenthub_unsent"] = True  # (not a field: the budget has nothing to undo)
+                raise error
             except self._response_error as exc:
-                raise self._refused(exc)
+                code = self._transient(exc)
+                if code is None:
+                    raise self._refused(exc)
+                if code == "READONLY":
+                    self._reconnect()  # (a failover: the host's name may lead to the new primary now)
+                if time.monotonic() < deadline:
+                    time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+                    continue
+                raise StoreError("store {!r} cannot do it now ({}: {}): nothing was done; the store URL's "
+                                 "?wait=SECONDS retries that long".format(self._shown, code, _TRANSIENT[code]),
+                                 retryable=True)
             except self._error as exc:
                 raise StoreError("store {!r}: {}".format(self._shown, type(exc).__name__))
+
+    def _transient(self, exc: Any) -> Optional[str]:
+        """The code of an error reply that says the server did nothing and may soon do it (``_TRANSIENT``), else
+        None."""
+        for kind, code in self._transient_classes:
+            if isinstance(exc, kind):
+                return code
+        word = str(exc).split(" ", 1)[0]
+        return word if word in _TRANSIENT else None
+
+    def _reconnect(self) -> None:
+        """Close the client's idle connections (the next command connects anew; never one another thread is using)
+        and this thread's own."""
+        try:
+            self._client.connection_pool.disconnect(inuse_connections=False)
+        except Exception:  # noqa: BLE001 - closing never raises (a pool without that choice: left as it is)
+            pass
+        connection = getattr(self._own_local, "connection", None)
+        if connection is not None:
+            self._drop(connection)
 
     def _refused(self, exc: Any) -> StoreError:
         """The StoreError of an error reply (a script's AGENTHUB_ error, or a key of another type)."""
@@ -364,8 +419,10 @@ class RedisStore(Store):
                 "keeps its rows (persistence, maxmemory-policy noeviction, or a database apart from the "
                 "response cache); a store opened anew starts from what the server holds now".format(
                     self._shown, detail[:200]))
-        return StoreError("store {!r} refused the operation ({}): a key holds data agenthub did not "
-                          "write?".format(self._shown, text[:160]))
+        if "WRONGTYPE" in text:
+            return StoreError("store {!r} refused the operation ({}): a key holds data agenthub did not "
+                              "write?".format(self._shown, text[:160]))
+        return StoreError("store {!r} refused the operation ({}): nothing was done".format(self._shown, text[:160]))
 
     def _run(self, name: str, keys: List[str], args: List[Any], reading: bool = False) -> Any:
         return self._attempt(reading, self._scripts[name], keys=keys, args=args)
@@ -435,7 +492,7 @@ class RedisStore(Store):
     def _budget_keys(self, key: str) -> List[str]:
         if not self._checked:
             self._check_server()
-        return [PREFIX + "budget:" + key, PREFIX + "holds:" + key, EPOCH_KEY]
+        return [PREFIX + "budget:" + key, PREFIX + "holds:" + key, EPOCH_KEY, PREFIX + "gone:" + key]
 
     def budget_hold(self, key: str, max_usd: float, needed: float, hold_id: str,
                     lease: Optional[float]) -> Tuple[bool, float]:
@@ -452,7 +509,9 @@ class RedisStore(Store):
         self._run("budget_renew", self._budget_keys(key), [self._epoch] + [repr(float(lease))] + list(hold_ids))
 
     def budget_charge(self, key: str, usd: float) -> None:
-        self._run("budget_charge", self._budget_keys(key), [self._epoch] + [repr(float(usd))])
+        # (a mark of this charge, named once: the call retried under ?wait= after its reply was lost charges once)
+        self._run("budget_charge", self._budget_keys(key) + [PREFIX + "charged:" + secrets.token_hex(16)],
+                  [self._epoch, repr(float(usd)), str(int((2 * self.wait + 60) * 1000))])
 
     def budget_totals(self, key: str) -> Tuple[float, float, int]:
         spent, held, requests = self._run("budget_totals", self._budget_keys(key), [self._epoch], reading=True)
@@ -478,15 +537,15 @@ class RedisStore(Store):
         return [PREFIX + "journal:" + run_id, PREFIX + "journal:" + run_id + ":entries"]
 
     def journal_claim(self, run_id: str, owner: str, lease: float = 30.0, ttl: Optional[float] = None) -> Optional[float]:
-        left = self._run("journal_claim", self._journal_keys(run_id), [owner, repr(float(lease)),
-                                                                       "" if ttl is None else repr(float(ttl))])
+        left = self._run("journal_claim", self._journal_keys(run_id) + [PREFIX + "journals"],
+                         [owner, repr(float(lease)), "" if ttl is None else repr(float(ttl)), PREFIX + "journal:"])
         return None if left is None else self._f(left)
 
     def journal_open(self, run_id: str, owner: str, lease: float = 30.0,
                      ttl: Optional[float] = None) -> Tuple[Optional[float], List[str]]:
         """The claim and, when it holds, the entries: one Lua call."""
-        out = self._run("journal_open", self._journal_keys(run_id), [owner, repr(float(lease)),
-                                                                      "" if ttl is None else repr(float(ttl))])
+        out = self._run("journal_open", self._journal_keys(run_id) + [PREFIX + "journals"],
+                        [owner, repr(float(lease)), "" if ttl is None else repr(float(ttl)), PREFIX + "journal:"])
         if out[0] in (b"locked", "locked"):
             return self._f(out[1]), []
         return None, [row.decode("utf-8") if isinstance(row, bytes) else row for row in out[1:]]

@@ -29,6 +29,8 @@ __all__ = ["SQLiteStore", "sqlite_path"]
 
 #: the most entries one statement writes (more: the transaction of ``_append``)
 _MOST = 8
+#: the most runs past their ttl one claim removes (a run is claimed at least once: they never pile up)
+_EXPIRE = 32
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS agenthub_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -42,6 +44,9 @@ _SCHEMA = (
     "updated REAL NOT NULL, expires REAL, entries INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS agenthub_journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, "
     "PRIMARY KEY (run_id, seq))",
+    # (the runs past their ttl, found by each claim and removed, whichever run they are: added to a file of an
+    # earlier agenthub when it opens, as the view below)
+    "CREATE INDEX IF NOT EXISTS agenthub_journal_runs_expires ON agenthub_journal_runs (expires)",
     # a journal write in one statement (``SQLiteStore._append_now``): an INSERT of one row (up to _MOST entries,
     # ``count`` of them given) into this view (no rows of its own) runs its trigger: the fenced update of the run's
     # row (the holder's live lease, the next number, not expired) as ``_APPEND``, the fence failed (``_FENCE``)
@@ -321,15 +326,27 @@ class SQLiteStore(JournalRows, StateStore):
         conn.execute("UPDATE agenthub_journal_runs SET owner = ?, until = ? WHERE run_id = ?", (owner, now + lease, run_id))
         return None
 
+    @staticmethod
+    def _expire_runs(conn: sqlite3.Connection, now: float) -> None:
+        """(each claim) the rows of up to ``_EXPIRE`` runs past their ttl go, whichever run they are."""
+        gone = conn.execute("SELECT run_id FROM agenthub_journal_runs WHERE expires <= ? LIMIT ?", (now, _EXPIRE)).fetchall()
+        if gone:
+            conn.executemany("DELETE FROM agenthub_journal WHERE run_id = ?", gone)
+            conn.executemany("DELETE FROM agenthub_journal_runs WHERE run_id = ?", gone)
+
     def journal_claim(self, run_id: str, owner: str, lease: float = JOURNAL_LEASE,
                       ttl: Optional[float] = None) -> Optional[float]:
-        return self._transaction(  # type: ignore[no-any-return]
-            lambda conn, now: self._claim(conn, self._journal_run(conn, run_id, now), run_id, owner, lease, ttl, now))
+        def work(conn: sqlite3.Connection, now: float) -> Optional[float]:
+            self._expire_runs(conn, now)
+            return self._claim(conn, self._journal_run(conn, run_id, now), run_id, owner, lease, ttl, now)
+
+        return self._transaction(work)  # type: ignore[no-any-return]
 
     def journal_open(self, run_id: str, owner: str, lease: float = JOURNAL_LEASE,
                      ttl: Optional[float] = None) -> Tuple[Optional[float], List[str]]:
         """The claim and, when it holds, the entries: one transaction."""
         def work(conn: sqlite3.Connection, now: float) -> Tuple[Optional[float], List[str]]:
+            self._expire_runs(conn, now)
             row = self._journal_run(conn, run_id, now)
             left = self._claim(conn, row, run_id, owner, lease, ttl, now)
             if left is not None:

@@ -137,6 +137,11 @@ def instrument(tracer_provider: Any = None, meter_provider: Any = None, capture_
     """
     global _state
     capture = _capture_mode(capture_content)
+    for name, value, kind, method in (("tracer_provider", tracer_provider, "TracerProvider", "get_tracer"),
+                                      ("meter_provider", meter_provider, "MeterProvider", "get_meter")):
+        if value is not None and not callable(getattr(value, method, None)):
+            raise ConfigError("{} must be an OpenTelemetry {} (with {}) or None (got {})".format(
+                name, kind, method, type(value).__name__))
     try:
         import opentelemetry.trace  # noqa: F401  (the one place agenthub imports opentelemetry)
     except ImportError:

@@ -1,8 +1,14 @@
 local now = clock()
 local name, value, ttl, max_bytes, prefix = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-local total = num(redis.call('HGET', KEYS[3], ''), 'cache') or 0
+-- (a size that is not a number counts as nothing, as SQLite's store counts it: its entry goes in its turn)
+local function size_of(v)
+  local n = tonumber(v or '')
+  if n == nil or n ~= n or n == math.huge or n == -math.huge then return 0 end
+  return n
+end
+local total = size_of(redis.call('HGET', KEYS[3], ''))
 local function drop(n)
-  local size = num(redis.call('HGET', KEYS[3], n), 'cache') or 0
+  local size = size_of(redis.call('HGET', KEYS[3], n))
   redis.call('DEL', prefix .. n)
   redis.call('HDEL', KEYS[3], n)
   redis.call('ZREM', KEYS[2], n)

@@ -1,5 +1,7 @@
--- the journal of a durable run: take or renew its lease (KEYS: meta, entries; ARGV: owner, lease, ttl or '')
+-- the journal of a durable run: take or renew its lease (KEYS: meta, entries, the index of runs; ARGV: owner,
+-- lease, ttl or '', the prefix of a run's meta key)
 local now = clock()
+expire_runs(now, ARGV[4])
 local m = redis.call('HMGET', KEYS[1], 'owner', 'until', 'entries')
 local untl = num(m[2], 'journal') or 0
 if m[1] and m[1] ~= ARGV[1] and untl > now then return fmt(untl - now) end

@@ -1,6 +1,8 @@
--- the journal of a durable run: take or renew its lease and, when taken, read its entries (KEYS: meta, entries;
--- ARGV: owner, lease, ttl or ''): {'locked', seconds left} or {'ok', entry, entry...}
+-- the journal of a durable run: take or renew its lease and, when taken, read its entries (KEYS: meta, entries, the
+-- index of runs; ARGV: owner, lease, ttl or '', the prefix of a run's meta key): {'locked', seconds left} or
+-- {'ok', entry, entry...}
 local now = clock()
+expire_runs(now, ARGV[4])
 local m = redis.call('HMGET', KEYS[1], 'owner', 'until', 'entries')
 local untl = num(m[2], 'journal') or 0
 if m[1] and m[1] ~= ARGV[1] and untl > now then return {'locked', fmt(untl - now)} end

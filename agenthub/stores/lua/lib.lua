@@ -16,6 +16,8 @@ local function sweep(now)
   local expired = 0
   local held = 0
   local all = redis.call('HGETALL', KEYS[2])
+  local gone = {}
+  -- every hold checked before any is changed (a script's error keeps what it wrote before it)
   for i = 1, #all, 2 do
     local a, b = string.match(all[i + 1], '^(%S+) (%S+)$')
     local needed = num(a, 'budget hold')
@@ -23,16 +25,38 @@ local function sweep(now)
     if b ~= '-' and num(b, 'budget hold') < now then
       spent = spent + needed
       expired = expired + 1
-      redis.call('HDEL', KEYS[2], all[i])
+      table.insert(gone, all[i])
+      table.insert(gone, needed)
     else
       held = held + needed
     end
   end
+  for i = 1, #gone, 2 do
+    redis.call('HDEL', KEYS[2], gone[i])
+    redis.call('HSET', KEYS[4], gone[i], fmt(gone[i + 1]) .. ' ' .. fmt(now))  -- remembered for a late settlement
+  end
   if expired > 0 then
     redis.call('HSET', KEYS[1], 'spent', fmt(spent))
     redis.call('HINCRBY', KEYS[1], 'expired', expired)
+    redis.call('PEXPIRE', KEYS[4], 172800000)  -- (and the whole of it two days after the last hold expired)
+    -- the expired holds remembered past GONE_SECONDS (a day) are forgotten
+    local old = redis.call('HGETALL', KEYS[4])
+    for i = 1, #old, 2 do
+      local when = tonumber(string.match(old[i + 1], ' (%S+)$') or '')
+      if when == nil or when < now - 86400 then redis.call('HDEL', KEYS[4], old[i]) end
+    end
   end
   return spent, held
+end
+-- a budget's expired hold, remembered (KEYS[4]) and forgotten: its worst case, counted when it expired; nil when
+-- the store does not remember it
+local function gone_hold(hold_id)
+  local v = redis.call('HGET', KEYS[4], hold_id)
+  if not v then return nil end
+  local needed = num(string.match(v, '^(%S+) '), 'budget hold')
+  if needed == nil then error('AGENTHUB_CORRUPT the budget hold row is corrupt', 0) end
+  redis.call('HDEL', KEYS[4], hold_id)
+  return needed
 end
 local function limiter(now)
   local s = redis.call('HMGET', KEYS[1], 'r', 't', 'p')
@@ -45,7 +69,8 @@ local function keep(now, r, t, p)
   redis.call('PEXPIRE', KEYS[1], math.ceil((math.max(r, t, p) - now + 660) * 1000))
 end
 -- the budget scripts: KEYS[1] the account, KEYS[2] its holds, KEYS[3] the store's epoch hash (its 'epoch'
--- field, written when the store was first opened; a field per account that exists); ARGV[1] the epoch
+-- field, written when the store was first opened; a field per account that exists), KEYS[4] its expired holds
+-- (id -> 'worst-case when', kept a day for a late settlement); ARGV[1] the epoch
 -- this process opened the store with (taken off ARGV: the script's own arguments follow).  A store that
 -- lost its rows (a restart without persistence, a failover to a replica that lags, an eviction) must never
 -- start an account again from $0 without a word: it refuses.  An account that exists keeps a 'spent' field
@@ -65,4 +90,18 @@ local function kept()
   redis.call('HSETNX', KEYS[1], 'spent', '0')
   redis.call('HSETNX', KEYS[2], '.', '0 -')
   redis.call('HSET', KEYS[3], KEYS[1], '1')
+end
+-- the journal's claims (a run's start): up to 32 runs of the index (KEYS[3], scored by when the run's keys expire)
+-- past that time are looked at: out of the index when their keys are gone, scored again when not (renewed since)
+local function expire_runs(now, prefix)
+  for _, run in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', fmt(now), 'LIMIT', 0, 32)) do
+    local ms = redis.call('PTTL', prefix .. run)
+    if ms == -2 then
+      redis.call('ZREM', KEYS[3], run)
+    elseif ms == -1 then
+      redis.call('ZADD', KEYS[3], 'inf', run)
+    else
+      redis.call('ZADD', KEYS[3], fmt(now + ms / 1000), run)
+    end
+  end
 end

@@ -7,7 +7,7 @@ for i = 1, #all, 2 do
     local untl = num(all[i + 1], 'limiter')
     if untl > now then
       if name == 'p' then table.insert(out, '') else table.insert(out, string.sub(name, 3)) end
-      table.insert(out, fmt(untl - now))
+      table.insert(out, fmt(math.min(untl - now, 600)))  -- (no pause is longer: one further ahead, a clock ahead)
     elseif name ~= 'p' then
       redis.call('HDEL', KEYS[1], name)
     end
