@@ -225,7 +225,8 @@ _NUMBERS = [b"NaN", b"Infinity", b"-Infinity", b"1e999", b"-1e999", b"1" + b"0" 
             b"9" * 5000, b"1.7976931348623157e309", b"18446744073709551616", b"0.5", b"-1"]
 
 
-def _paths(doc: Any) -> List[Tuple[Any, ...]]:
+def json_paths(doc: Any) -> List[Tuple[Any, ...]]:
+    """The path (keys and indexes) of every value in ``doc``, its root ``()`` first."""
     out = []
 
     def walk(node: Any, path: Tuple[Any, ...]) -> None:
@@ -256,7 +257,7 @@ def _replace_json(rng: random.Random, body: bytes, make: Any, strings: bool = Fa
         doc = json.loads(lines[i][5:].decode("utf-8"))
     except ValueError:
         return body
-    paths = _paths(doc)[1:]
+    paths = json_paths(doc)[1:]
     if strings:
         paths = [p for p in paths if isinstance(_at(doc, p), str)]
     if not paths:
@@ -294,32 +295,28 @@ def _deep(rng: random.Random, value: Any = None) -> bytes:
     return opener * depth + b"1" + closer * depth
 
 
+def _edited(rng: random.Random, kind: str, pieces: List[bytes], body: bytes) -> bytes:
+    """``pieces`` (events, lines, frames) with one dropped, repeated or swapped with another, joined."""
+    if not pieces:
+        return body
+    i = rng.randrange(len(pieces))
+    if kind.startswith("drop"):
+        del pieces[i]
+    elif kind.startswith("dup"):
+        pieces.insert(i, pieces[i])
+    else:
+        j = rng.randrange(len(pieces))
+        pieces[i], pieces[j] = pieces[j], pieces[i]
+    return b"".join(pieces)
+
+
 def broken(rng: random.Random, kind: str, body: bytes) -> bytes:
     if kind == "truncate":
         return body[:rng.randrange(0, len(body) + 1)]
     if kind in ("drop_event", "dup_event", "swap_events"):
-        events = events_of(body)
-        if not events:
-            return body
-        i = rng.randrange(len(events))
-        if kind == "drop_event":
-            del events[i]
-        elif kind == "dup_event":
-            events.insert(i, events[i])
-        else:
-            j = rng.randrange(len(events))
-            events[i], events[j] = events[j], events[i]
-        return b"".join(events)
+        return _edited(rng, kind, events_of(body), body)
     if kind in ("drop_line", "dup_line"):
-        lines = lines_of(body)
-        if not lines:
-            return body
-        i = rng.randrange(len(lines))
-        if kind == "drop_line":
-            del lines[i]
-        else:
-            lines.insert(i, lines[i])
-        return b"".join(lines)
+        return _edited(rng, kind, lines_of(body), body)
     if kind == "json_type":
         return _replace_json(rng, body, lambda r, v: json.dumps(r.choice(_WRONG)).encode("utf-8"))
     if kind == "json_number":
@@ -379,15 +376,7 @@ def bedrock_broken(rng: random.Random, kind: str, body: bytes) -> bytes:
     if kind == "truncate":
         return body[:rng.randrange(0, len(body) + 1)]
     if kind in ("drop_event", "dup_event", "swap_events", "drop_line", "dup_line"):
-        i = rng.randrange(len(frames))
-        if kind in ("drop_event", "drop_line"):
-            del frames[i]
-        elif kind in ("dup_event", "dup_line"):
-            frames.insert(i, frames[i])
-        else:
-            j = rng.randrange(len(frames))
-            frames[i], frames[j] = frames[j], frames[i]
-        return b"".join(frames)
+        return _edited(rng, kind, frames, body)
     i = rng.randrange(len(frames))
     message = frames[i]
     headers_length = int.from_bytes(message[4:8], "big")
