@@ -99,6 +99,8 @@ CASES = {
                            {"type": "inline_data", "data": b"<svg/>", "mime_type": "image/svg+xml"})],
     "Anthropic's cache_control on an item": [_user({"type": "text", "text": "q",
                                                     "cache_control": {"type": "ephemeral"}})],
+    "two assistant messages in a row": [ASK, {"role": "assistant", "content_items": [
+        {"type": "text", "text": "let me see"}]}, CALLS, _user(_result("c1", "r1"), _result("c2", "r2"))],
     "images in an assistant turn": [ASK, {"role": "assistant", "content_items": [
         {"type": "text", "text": "here"}, {"type": "inline_data", "data": b"\x89PNG", "mime_type": "image/png"},
         {"type": "image_url", "image_url": PNG_URL}]}, _user({"type": "text", "text": "nice"})],
@@ -587,6 +589,44 @@ EXPECT.update({(wire, "text between the results"): EXPECT[(wire, "text before th
 # must come first"; Chat Completions: the tool messages follow the assistant message; Gemini: the function response
 # turn follows the function call turn), as Bedrock joins consecutive user messages; the Responses API's input items
 # keep the order
+RESULTS = {  # the results of CALLS ("r1", "r2") as each wire sends them
+    "openai-chat": [{'role': 'tool', 'tool_call_id': 'c1', 'content': 'r1'},
+                    {'role': 'tool', 'tool_call_id': 'c2', 'content': 'r2'}],
+    "openai-responses": [{'type': 'function_call_output', 'call_id': 'c1', 'output': 'r1'},
+                         {'type': 'function_call_output', 'call_id': 'c2', 'output': 'r2'}],
+    "anthropic": [{'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 'c1', 'content': 'r1'},
+                                               {'type': 'tool_result', 'tool_use_id': 'c2', 'content': 'r2'}]}],
+    "gemini": [{'role': 'user',
+                'parts': [{'functionResponse': {'name': 'f', 'id': 'c1', 'response': {'result': 'r1'}}},
+                          {'functionResponse': {'name': 'g', 'id': 'c2', 'response': {'result': 'r2'}}}]}],
+    "gemini-interactions": [{'type': 'function_result', 'call_id': 'c1', 'name': 'f', 'result': 'r1'},
+                            {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'}],
+}
+# -- two assistant messages in a row: Gemini takes a function call turn only after a user turn or a function
+# response turn ("Please ensure that function call turn comes immediately after a user turn or after a function
+# response turn", a 400): the second joins the first's model content, as Bedrock joins them; Anthropic's API joins
+# consecutive turns of a role itself; Chat Completions and the steps of Responses and Interactions take them apart
+EXPECT.update({
+    ('openai-chat', 'two assistant messages in a row'):
+        [{'role': 'assistant', 'content': 'let me see'}, *CALLED['openai-chat'], *RESULTS['openai-chat']],
+    ('openai-responses', 'two assistant messages in a row'):
+        [{'type': 'message', 'role': 'assistant',
+          'content': [{'type': 'output_text', 'text': 'let me see', 'annotations': []}]},
+         *CALLED['openai-responses'], *RESULTS['openai-responses']],
+    ('anthropic', 'two assistant messages in a row'):
+        [{'role': 'assistant', 'content': [{'type': 'text', 'text': 'let me see'}]}, *CALLED['anthropic'],
+         *RESULTS['anthropic']],
+    ('gemini', 'two assistant messages in a row'):
+        [{'role': 'model', 'parts': [{'text': 'let me see'}, *CALLED['gemini'][0]['parts']]}, *RESULTS['gemini']],
+    ('gemini-interactions', 'two assistant messages in a row'):
+        [{'type': 'model_output', 'content': [{'type': 'text', 'text': 'let me see'}]},
+         *CALLED['gemini-interactions'], *RESULTS['gemini-interactions']],
+    ('bedrock', 'two assistant messages in a row'):
+        [{'role': 'assistant', 'content': [{'text': 'let me see'}, *CALLED['bedrock'][0]['content']]},
+         {'role': 'user', 'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': 'r1'}]}},
+                                      {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
+                                      {'cachePoint': {'type': 'default'}}]}],
+})
 EXPECT.update({(wire, "a text message before the results' message"): EXPECT[(wire, "text before the results")]
                for wire in WIRES})
 
