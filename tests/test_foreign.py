@@ -171,6 +171,30 @@ def test_tool_ids_a_target_refuses_are_rewritten_the_same_on_call_and_result():
     assert gemini == history and changed == {}
 
 
+def test_a_tool_id_over_64_characters_is_rewritten_for_the_responses_api():
+    """The Responses API refuses a call_id of more than 64 characters ("Invalid 'input[1].call_id': string too long.
+    Expected a string with maximum length 64", a 400): a longer id from another provider is rewritten for it, on
+    the call and its result; one of 64 goes as it came."""
+    long_id, edge_id = "tool-" + "y" * 60, "z" * 64
+    history = [
+        {"role": "assistant", "content_items": [
+            {"type": "tool_call", "name": "a", "arguments": {}, "tool_call_id": long_id},
+            {"type": "tool_call", "name": "b", "arguments": {}, "tool_call_id": edge_id}]},
+        {"role": "user", "content_items": [
+            {"type": "tool_result", "text": "1", "tool_call_id": long_id},
+            {"type": "tool_result", "text": "2", "tool_call_id": edge_id}]},
+    ]
+    responses, changed = for_dialect(history, "openai-responses")
+    assert [i["tool_call_id"] for m in responses for i in m["content_items"]] == [
+        _rewritten(long_id), edge_id, _rewritten(long_id), edge_id]
+    assert changed == {"ids_rewritten": 2}
+    body = AutoLLMClient("gpt-5.5", client_type="openai-responses", api_key="k").plan(
+        [{"role": "user", "content_items": [{"type": "text", "text": "q"}]}] + history,
+        {"tools": [{"name": "a"}, {"name": "b"}]}).body
+    assert [item["call_id"] for item in body["input"][1:]] == [
+        _rewritten(long_id), edge_id, _rewritten(long_id), edge_id]
+
+
 def test_a_message_left_with_nothing_is_left_out():
     history = [{"role": "assistant", "content_items": [
         {"type": "thinking", "thinking": "x", "fidelity": {"thought_signature": "t"}}]}]
