@@ -9,6 +9,7 @@ import pytest
 
 import bedrock_frames as bf
 from agenthub import AutoLLMClient, collect
+from agenthub.errors import AgentHubError
 from agenthub.eventstream import iter_messages
 from agenthub.foreign import family_of, for_dialect, results_next_to_calls
 from agenthub.providers import anthropic
@@ -308,3 +309,28 @@ def test_a_stateful_turn_whose_history_has_a_text_before_the_results_sends_them_
                                                           "response": {"result": "18 C"}}}]
     else:
         assert sent[2] == {"role": "tool", "tool_call_id": "c1", "content": "18 C"}
+
+
+@pytest.mark.parametrize("client_type, model, error", [
+    ("anthropic", "claude-sonnet-4-5",
+     "anthropic: cache_breakpoint is set on messages[3]['content_items'][1] (an empty text), which sends no block "
+     "the Anthropic API can mark (mark another item)"),
+    ("openai-chat", "gpt-5.6",
+     "openai-chat: cache_breakpoint is set on assistant messages[4]: OpenAI takes breakpoints on input content "
+     "(user text, images, files, tool results): mark the user item after it")])
+def test_an_error_after_a_join_names_the_messages_as_given(client_type, model, error):
+    """A run of user messages sent as one (a text between a call and its results): an error about an item names
+    its message and position in the messages as the caller gave them, not in the joined copy."""
+    empty = {"type": "text", "text": "", "cache_breakpoint": True}
+    history = [ASKED, CALLED, {"role": "user", "content_items": [{"type": "text", "text": "in Celsius"}]},
+               {"role": "user", "content_items": [RESULT["content_items"][0], empty]},
+               {"role": "assistant", "content_items": [{"type": "text", "text": "18"}], "cache_breakpoint": True},
+               {"role": "user", "content_items": [{"type": "text", "text": "thanks"}]}]
+    if client_type == "anthropic":
+        del history[4]["cache_breakpoint"]
+    else:
+        history[3]["content_items"] = history[3]["content_items"][:1]
+    client = AutoLLMClient(model, client_type=client_type, api_key="k", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(AgentHubError) as caught:
+        client.plan(history, {"tools": [{"name": "get_weather"}]})
+    assert str(caught.value) == error
