@@ -20,7 +20,8 @@ first user message), or the exact error.  The cases are the ones a wire got wron
 - an item carrying Anthropic's ``cache_control`` (no wire reads it from an item: the breakpoint was lost unseen)
   is a ConfigError naming agenthub's mark, ``cache_breakpoint``;
 - an image type Claude does not take (its four: JPEG, PNG, GIF, WebP) is an error before sending on Anthropic as on
-  Bedrock, as one Gemini does not take (PNG, JPEG, WebP, HEIC, HEIF) is on Gemini, and one OpenAI does not (PNG,
+  Bedrock, as one Gemini does not take (PNG, JPEG, WebP, HEIC, HEIF) is on Gemini, one outside the Interactions
+  API's enum (those, GIF, BMP, TIFF) is on Interactions, and one OpenAI does not (PNG,
   JPEG, WebP, GIF) at the hosts that run OpenAI's models (the local server here is not checked: see
   test_an_image_type_the_host_does_not_take_is_refused_before_sending); ``image/jpg`` (a common misspelling) goes
   as the ``image/jpeg`` it means on every wire that is given the bytes (Anthropic sent it as it was: a 400);
@@ -532,9 +533,9 @@ EXPECT = {
          'gemini: inline_data of type image/svg+xml cannot be sent over the Gemini API (its images are PNG, JPEG, '
          'WebP, HEIC or HEIF)'),
     ('gemini-interactions', 'an SVG image'):
-        [{'type': 'user_input',
-          'content': [{'type': 'text', 'text': 'q'},
-                      {'type': 'image', 'data': 'PHN2Zy8+', 'mime_type': 'image/svg+xml'}]}],
+        (UnsupportedParameterError,
+         'gemini-interactions: inline_data of type image/svg+xml cannot be sent over the Interactions API (its images '
+         'are PNG, JPEG, WebP, HEIC, HEIF, GIF, BMP or TIFF)'),
     ('bedrock', 'an SVG image'):
         (UnsupportedParameterError,
          'bedrock: inline_data of type image/svg+xml cannot be sent over Bedrock Converse'),
@@ -676,10 +677,16 @@ IMAGE_HOSTS = {
     ("openai-responses", "gpt-5.5", "https://api.openai.com/v1"): ("PNG, JPEG, WebP or GIF", "the Responses API"),
     ("gemini", "gemini-3.5-flash", "https://generativelanguage.googleapis.com"):
         ("PNG, JPEG, WebP, HEIC or HEIF", "the Gemini API"),
+    # (the Interactions API's image mime_type is an enum of eight: google-genai's ImageContentMimeType)
+    ("gemini-interactions", "gemini-3.5-flash", "https://generativelanguage.googleapis.com"):
+        ("PNG, JPEG, WebP, HEIC, HEIF, GIF, BMP or TIFF", "the Interactions API"),
 }
 TAKEN = {"PNG, JPEG, WebP or GIF": {"image/png", "image/jpeg", "image/jpg", "image/webp", "image/gif"},
          "PNG, JPEG, WebP, HEIC or HEIF": {"image/png", "image/jpeg", "image/jpg", "image/webp", "image/heic",
-                                           "image/heif"}}
+                                           "image/heif"},
+         "PNG, JPEG, WebP, HEIC, HEIF, GIF, BMP or TIFF": {"image/png", "image/jpeg", "image/jpg", "image/webp",
+                                                           "image/heic", "image/heif", "image/gif", "image/bmp",
+                                                           "image/tiff"}}
 
 
 def _image_cases(mime):
@@ -723,6 +730,27 @@ def test_a_gemini_image_url_whose_extension_names_a_type_gemini_refuses_is_refus
     assert str(caught.value) == ("gemini: image_url of type {} cannot be sent over the Gemini API (its images are "
                                  "PNG, JPEG, WebP, HEIC or HEIF)".format(refused))
     assert caught.value.parameter == "image_url"
+
+
+@pytest.mark.parametrize("url,refused", [("https://files.example/a.svg", "image/svg+xml"),
+                                         ("https://files.example/c.gif", None), ("https://files.example/d", None)])
+def test_an_interactions_image_url_whose_extension_names_a_type_it_refuses_is_refused(url, refused):
+    """The Interactions API's image block goes with the type the URL's extension names: one outside its enum is
+    refused, in a user message, an assistant message and a tool result alike."""
+    client = AutoLLMClient("gemini-3.5-flash", client_type="gemini-interactions", api_key="k",
+                           base_url="https://generativelanguage.googleapis.com")
+    image = {"type": "image_url", "image_url": url}
+    for messages in ([_user({"type": "text", "text": "q"}, image)],
+                     [ASK, {"role": "assistant", "content_items": [image]}, _user({"type": "text", "text": "ok"})],
+                     [ASK, CALLS, _user(_result("c1", "r1", images=[url]), _result("c2", "r2"))]):
+        if refused is None:
+            client.plan(messages, CONFIG)
+            continue
+        with pytest.raises(UnsupportedParameterError) as caught:
+            client.plan(messages, CONFIG)
+        assert str(caught.value) == ("gemini-interactions: image_url of type {} cannot be sent over the Interactions "
+                                     "API (its images are PNG, JPEG, WebP, HEIC, HEIF, GIF, BMP or TIFF)".format(
+                                         refused))
 
 
 def test_a_local_chat_server_is_sent_any_image_type():

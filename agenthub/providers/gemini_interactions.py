@@ -77,7 +77,7 @@ from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers, unfinished_document
-from ._common import answer_bytes, answer_mime
+from ._common import INTERACTIONS_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type
 
 __all__ = [
     "build_request",
@@ -140,20 +140,24 @@ def _media_kind(mime: str) -> str:
     return major if major in _MEDIA_KINDS else "document"
 
 
-def _blob_block(mime: str, data: Any) -> Dict[str, Any]:
+def _blob_block(client: str, mime: str, data: Any) -> Dict[str, Any]:
+    """Bytes as a content block; an image of a type the API does not take is refused (``INTERACTIONS_IMAGE_TYPES``)."""
+    check_image_type(client, mime, INTERACTIONS_IMAGE_TYPES, "the Interactions API")
     return {"type": _media_kind(mime), "data": _b64(data), "mime_type": media_type(mime)}
 
 
-def _url_block(url: str) -> Dict[str, Any]:
-    """An image URL as a content block: a data URI inline, any other URL by reference (never fetched here)."""
+def _url_block(client: str, url: str) -> Dict[str, Any]:
+    """An image URL as a content block: a data URI inline, any other URL by reference (never fetched here), with
+    the type its extension names (an image type the API does not take is refused)."""
     parsed = parse_data_uri(url)
     if parsed is not None:
-        return _blob_block(parsed[0], parsed[1])
+        return _blob_block(client, parsed[0], parsed[1])
     mime = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
     if mime and not mime.startswith("image/"):  # a PDF, a video, ... by URL: a block of its kind (as generateContent)
         return {"type": _media_kind(mime), "uri": url, "mime_type": mime}
     block = {"type": "image", "uri": url}  # type: Dict[str, Any]
     if mime:
+        check_image_type(client, mime, INTERACTIONS_IMAGE_TYPES, "the Interactions API", "image_url")
         block["mime_type"] = mime
     return block
 
@@ -209,9 +213,9 @@ def _assistant_steps(client: str, message: Mapping[str, Any]) -> List[Dict[str, 
             if item["text"]:
                 out.content({"type": "text", "text": item["text"]})
         elif kind == "inline_data":
-            out.content(_blob_block(item["mime_type"], item["data"]))
+            out.content(_blob_block(client, item["mime_type"], item["data"]))
         elif kind == "image_url":
-            out.content(_url_block(item["image_url"]))
+            out.content(_url_block(client, item["image_url"]))
         elif kind == "tool_call":
             out.step({"type": "function_call", "id": item["tool_call_id"], "name": item["name"],
                       "arguments": item["arguments"]})
@@ -231,9 +235,9 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
         if kind == "text":
             out.content({"type": "text", "text": item["text"]})
         elif kind == "image_url":
-            out.content(_url_block(item["image_url"]))
+            out.content(_url_block(client, item["image_url"]))
         elif kind == "inline_data":
-            out.content(_blob_block(item["mime_type"], item["data"]))
+            out.content(_blob_block(client, item["mime_type"], item["data"]))
         elif kind == "tool_result":
             call_id = item["tool_call_id"]
             if call_id not in calls:
@@ -241,7 +245,8 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
                                   "Interactions API needs the function name)".format(client, call_id))
             result = item["text"]  # type: Any
             if item.get("images"):
-                result = [{"type": "text", "text": item["text"]}] + [_url_block(url) for url in item["images"]]
+                result = [{"type": "text", "text": item["text"]}]
+                result.extend(_url_block(client, url) for url in item["images"])
             step = {"type": "function_result", "call_id": call_id, "name": calls[call_id][0], "result": result}  # type: Dict[str, Any]
             if item.get("is_error"):
                 step["is_error"] = True
