@@ -373,14 +373,11 @@ EXPECT = {
                                           'parts': [{'inlineData': {'mimeType': 'application/pdf',
                                                                     'data': PDF_B64}}]}},
                     {'functionResponse': {'name': 'g', 'id': 'c2', 'response': {'result': 'r2'}}}]}],
-    ('gemini-interactions', 'a PDF data URI in a tool result'):
+    ('gemini-interactions', 'a PDF data URI in a tool result'):  # (a function result holds text and images only)
         [*CALLED['gemini-interactions'],
-         {'type': 'function_result',
-          'call_id': 'c1',
-          'name': 'f',
-          'result': [{'type': 'text', 'text': 'r1'},
-                     {'type': 'document', 'data': PDF_B64, 'mime_type': 'application/pdf'}]},
-         {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'}],
+         {'type': 'function_result', 'call_id': 'c1', 'name': 'f', 'result': 'r1'},
+         {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'},
+         {'type': 'user_input', 'content': [{'type': 'document', 'data': PDF_B64, 'mime_type': 'application/pdf'}]}],
     ('bedrock', 'a PDF data URI in a tool result'):
         [*CALLED['bedrock'],
          {'role': 'user',

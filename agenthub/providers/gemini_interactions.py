@@ -21,7 +21,9 @@ Request
   locally (``get_history()``); a stateless call afterwards resends all of it.
 - Steps: a user message -> ``user_input`` steps (``content``: text, image, audio, video,
   document blocks), each tool_result -> a ``function_result`` step (``call_id``, ``name``,
-  ``result``: the text, or a list of text and image blocks; ``is_error: true`` for an error result); an assistant message -> ``thought``
+  ``result``: the text, or a list of text and image blocks, the only kinds it holds: a result's document, audio
+  or video goes in the ``user_input`` step after the results; ``is_error: true`` for an error result); an
+  assistant message -> ``thought``
   steps (``signature``, ``summary``), ``model_output`` steps (text and images) and
   ``function_call`` steps (``id``, ``name``, ``arguments``).  A signature the gemini dialect
   kept on a text or call part becomes a ``thought`` step right before it.  Unsigned thinking
@@ -227,7 +229,8 @@ def _assistant_steps(client: str, message: Mapping[str, Any]) -> List[Dict[str, 
 def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tuple[str, Optional[str]]]
                 ) -> List[Dict[str, Any]]:
     """A user message as steps: its function results first (the answers to the function call steps before
-    them, as on generateContent), then one user_input step with its other content, in their order."""
+    them, as on generateContent), then one user_input step with its other content, in their order (with a result's
+    media other than images: a function result holds text and images only)."""
     out = _Steps("user_input")
     results = []  # type: List[Dict[str, Any]]
     for item in message["content_items"]:
@@ -244,9 +247,15 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
                 raise ConfigError("{}: tool_result {!r} has no matching tool_call earlier in the messages (the "
                                   "Interactions API needs the function name)".format(client, call_id))
             result = item["text"]  # type: Any
-            if item.get("images"):
-                result = [{"type": "text", "text": item["text"]}]
-                result.extend(_url_block(client, url) for url in item["images"])
+            images = []  # type: List[Dict[str, Any]]
+            for url in item.get("images") or ():
+                block = _url_block(client, url)
+                if block["type"] == "image":
+                    images.append(block)
+                else:  # (a function result holds text and images: a document, audio or video goes after the results)
+                    out.content(block)
+            if images:
+                result = [{"type": "text", "text": item["text"]}] + images
             step = {"type": "function_result", "call_id": call_id, "name": calls[call_id][0], "result": result}  # type: Dict[str, Any]
             if item.get("is_error"):
                 step["is_error"] = True
