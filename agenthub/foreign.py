@@ -19,6 +19,8 @@ sends it again):
    on the call and on its result alike, so the pair still matches; every other id is sent byte for byte.
    An id the target's own protocol issued (a tool_call whose fidelity carries the family's mark: an
    openai-chat server's long id is marked ``issued_id``) goes back to that protocol as it came.
+   Where a request takes each id once (Anthropic, Bedrock: ``UNIQUE_IDS``), a call whose id an earlier call
+   took gets an id of its own, and so do the results that follow it.
 4. Claude's redacted thinking moves between Claude's two wires: Anthropic's ``redacted_thinking`` ``data``
    (fidelity ``redacted_data``) and Bedrock Converse's ``reasoningContent.redactedContent`` (fidelity
    ``redacted_content``, a blob the JSON wire carries as base64) are the same bytes, base64 text on both, so an
@@ -47,7 +49,7 @@ from .providers import ALL_FAMILIES, ANY_ID, DIALECTS
 from .validate import CACHE_BREAKPOINT
 
 __all__ = ["MARKS", "READS", "family_of", "for_dialect", "for_dialect_resumed", "FOREIGN_THINKING",
-           "results_next_to_calls", "RESULTS_NEXT"]
+           "results_next_to_calls", "RESULTS_NEXT", "UNIQUE_IDS"]
 
 logger = logging.getLogger("agenthub")
 
@@ -125,8 +127,14 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
     changed = {}  # type: Dict[str, int]
     own = _own(messages, reads) if dialect in DIALECTS and DIALECTS[dialect].call_ids != ANY_ID else set()
     out = []  # type: List[Mapping[str, Any]]
-    _convert(messages, dialect, reads, own, foreign_thinking, changed, out, set())
+    _convert(messages, dialect, reads, own, foreign_thinking, changed, out, set(), _taken(dialect))
     return out, changed
+
+
+def _taken(dialect: str) -> Optional[Tuple[Dict[str, int], Dict[str, str]]]:
+    """For a dialect whose ids must be unique in a request: (tool_call id -> how many calls took it so far, id ->
+    the id its latest call goes out as), empty; None for the others."""
+    return ({}, {}) if dialect in UNIQUE_IDS else None
 
 
 def for_dialect_resumed(messages: Sequence[Mapping[str, Any]], dialect: str, foreign_thinking: str,
@@ -141,24 +149,33 @@ def for_dialect_resumed(messages: Sequence[Mapping[str, Any]], dialect: str, for
     stash = prior.stash.get("foreign")
     start = 0
     if stash is not None:
-        old_context, old_inputs, old_out, own, rewritable = stash
+        old_context, old_inputs, old_out, own, rewritable, taken = stash
         count = len(old_inputs)
         if count <= prior.same and count <= len(messages) and old_context == context \
                 and all(map(_is, messages, old_inputs)):
             new_own = _own(messages[count:], reads) if checks_own else set()
             if not (new_own & rewritable):  # no id of the head reads otherwise now
                 start, own, out, rewritable = count, own | new_own, list(old_out), set(rewritable)
+                taken = None if taken is None else (dict(taken[0]), dict(taken[1]))
     if not start:
         own = _own(messages, reads) if checks_own else set()
-        out, rewritable = [], set()
+        out, rewritable, taken = [], set(), _taken(dialect)
     prior.head = len(out)
     changed = {}  # type: Dict[str, int]
-    _convert(messages[start:], dialect, reads, own, foreign_thinking, changed, out, rewritable)
+    _convert(messages[start:], dialect, reads, own, foreign_thinking, changed, out, rewritable, taken)
     if "compaction_dropped" in changed:  # a warning: it comes on every call, as it did
         prior.stash.pop("foreign", None)
     else:
-        prior.stash["foreign"] = (context, list(messages), list(out), frozenset(own), frozenset(rewritable))
+        prior.stash["foreign"] = (context, list(messages), list(out), frozenset(own), frozenset(rewritable),
+                                  None if taken is None else (dict(taken[0]), dict(taken[1])))
     return out
+
+
+#: the dialects whose API takes each tool call id once in a request (Claude: "`tool_use` ids must be unique", a 400,
+#: on Anthropic's API and Bedrock's alike): a call whose id an earlier call of the history took (a server numbering
+#: its calls from 0 each turn: Kimi's "functions.<name>:0") goes out as ``call_<24 hex digits of the SHA-256 of the
+#: id, a NUL and its count>``, and so do the results after it
+UNIQUE_IDS = frozenset(("anthropic", "bedrock"))
 
 
 #: the dialects whose API takes a call's results only in the user turn right after the call (Anthropic: "tool_result
@@ -226,8 +243,10 @@ def _own(messages: Sequence[Mapping[str, Any]], reads: Sequence[str]) -> set:
 
 
 def _convert(messages: Sequence[Mapping[str, Any]], dialect: str, reads: Sequence[str], own: Any,
-             foreign_thinking: str, changed: Dict[str, int], out: List[Mapping[str, Any]], rewritable: set) -> None:
-    """``messages`` converted onto ``out``; ``rewritable`` gains every id the dialect would rewrite."""
+             foreign_thinking: str, changed: Dict[str, int], out: List[Mapping[str, Any]], rewritable: set,
+             taken: Optional[Tuple[Dict[str, int], Dict[str, str]]] = None) -> None:
+    """``messages`` converted onto ``out``; ``rewritable`` gains every id the dialect would rewrite; ``taken``
+    (``_taken``): the calls' ids so far, updated (a call whose id an earlier call took goes out as another)."""
     redacted = _REDACTED.get(dialect)
     for message in messages:
         items = message.get("content_items") or []
@@ -259,6 +278,14 @@ def _convert(messages: Sequence[Mapping[str, Any]], dialect: str, reads: Sequenc
                 if rewritten != old_id:
                     rewritable.add(old_id)
                 new_id = old_id if old_id in own else rewritten
+                if taken is not None and isinstance(old_id, str):
+                    counts, latest = taken
+                    if kind == "tool_call" and message.get("role") == "assistant":
+                        count = counts[old_id] = counts.get(old_id, 0) + 1
+                        if count > 1:  # (the same history gives the same ids: the n-th call of an id, hashed)
+                            latest[old_id] = "call_" + hashlib.sha256("{}\x00{}".format(old_id, count).encode(
+                                "utf-8", "surrogatepass")).hexdigest()[:24]
+                    new_id = latest.get(old_id, new_id)
                 if new_id != item.get("tool_call_id"):
                     replacement = dict(item, tool_call_id=new_id)
                     changed["ids_rewritten"] = changed.get("ids_rewritten", 0) + 1

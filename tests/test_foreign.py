@@ -334,3 +334,57 @@ def test_an_error_after_a_join_names_the_messages_as_given(client_type, model, e
     with pytest.raises(AgentHubError) as caught:
         client.plan(history, {"tools": [{"name": "get_weather"}]})
     assert str(caught.value) == error
+
+
+def _kimi_turns(count):
+    """A conversation on a server whose tool_call ids restart each turn (Kimi's "functions.<name>:<n>")."""
+    history = [{"role": "user", "content_items": [{"type": "text", "text": "weather?"}]}]
+    for turn in range(count):
+        history += [{"role": "assistant", "content_items": [
+                        {"type": "tool_call", "name": "get_weather", "arguments": {"day": turn},
+                         "tool_call_id": "functions.get_weather:0"}]},
+                    {"role": "user", "content_items": [
+                        {"type": "tool_result", "tool_call_id": "functions.get_weather:0", "text": str(turn)}]}]
+    return history
+
+
+def _unique(old, occurrence):
+    return "call_" + hashlib.sha256("{}\x00{}".format(old, occurrence).encode()).hexdigest()[:24]
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "bedrock"])
+def test_a_tool_id_an_earlier_call_took_is_rewritten_where_ids_must_be_unique(dialect):
+    """Claude refuses a request whose tool_use ids repeat ("messages.3.content.0: `tool_use` ids must be unique", a
+    400): a call whose id an earlier call of the history took (a server that numbers its calls from 0 each turn)
+    gets an id of its own there, and so do the results after it; the first call keeps its id (or its rewrite)."""
+    history = _kimi_turns(3)
+    before = copy.deepcopy(history)
+    out, changed = for_dialect(history, dialect)
+    first = _rewritten("functions.get_weather:0")
+    ids = [first, first, _unique("functions.get_weather:0", 2), _unique("functions.get_weather:0", 2),
+           _unique("functions.get_weather:0", 3), _unique("functions.get_weather:0", 3)]
+    assert [i["tool_call_id"] for m in out[1:] for i in m["content_items"]] == ids
+    assert changed == {"ids_rewritten": 6}
+    assert history == before
+    plain = [history[0]] + [dict(m, content_items=[dict(i, tool_call_id="c0") for i in m["content_items"]])
+                            for m in history[1:]]  # an id the rule takes
+    out, changed = for_dialect(plain, dialect)
+    assert [i["tool_call_id"] for m in out[1:] for i in m["content_items"]] == [
+        "c0", "c0", _unique("c0", 2), _unique("c0", 2), _unique("c0", 3), _unique("c0", 3)]
+    assert changed == {"ids_rewritten": 4}
+    for other in ("openai-chat", "gemini"):  # (the wires that take an id again: as it came)
+        assert for_dialect(plain, other) == (plain, {})
+
+
+def test_repeated_tool_ids_reach_claude_unique_from_the_previous_calls_conversion_too():
+    client = AutoLLMClient("claude-sonnet-4-5", client_type="anthropic", api_key="k", base_url="http://127.0.0.1:9")
+    config = {"tools": [{"name": "get_weather"}]}
+    history = _kimi_turns(1)
+    client.plan(history, config)
+    history += _kimi_turns(2)[3:]
+    body = client.plan(history, config).body
+    ids = [block.get("id") or block.get("tool_use_id") for message in body["messages"][1:]
+           for block in message["content"]]
+    assert ids == [_rewritten("functions.get_weather:0")] * 2 + [_unique("functions.get_weather:0", 2)] * 2
+    assert body == AutoLLMClient("claude-sonnet-4-5", client_type="anthropic", api_key="k",
+                                 base_url="http://127.0.0.1:9").plan(copy.deepcopy(history), config).body
