@@ -30,9 +30,10 @@ sends it again):
 
 Apart from these, ``results_next_to_calls`` (for the wires that take a call's results only in the user turn right
 after it: Anthropic, Gemini and its Interactions API, Chat Completions) joins the user messages that follow an
-assistant message into one when a later one holds tool results and an earlier one other items (a text typed while
-the tools ran): each wire then sends the results first, as it does within one message (Bedrock joins consecutive
-user messages itself).
+assistant message into one when one after the first holds tool results (a text typed while the tools ran before
+them, or the results given one message each, as Chat Completions' tool messages come: Gemini takes all of a
+function call turn's responses in the one turn after it): each wire then sends the results first, as it does
+within one message (Bedrock joins consecutive user messages itself).
 
 The marks, what each dialect reads and its tool_call id rule are facts of its record in the dialect index
 (``agenthub.providers.DIALECTS``: ``marks``, ``reads``, ``call_ids``); ``MARKS`` and ``READS`` below are read from it.
@@ -188,8 +189,8 @@ RESULTS_NEXT = frozenset(("anthropic", "gemini", "gemini-interactions", "openai-
 
 
 def results_next_to_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    """``messages``, or (when some user messages after an assistant message hold tool results after a user message
-    with other items) a copy where each such run of user messages is one message: its items in order, each
+    """``messages``, or (when some user messages after an assistant message hold tool results after another user
+    message) a copy where each such run of user messages is one message: its items in order, each
     message's ``cache_breakpoint`` kept on its last item, the other keys the run's first message's.  The caller's
     messages are never changed; ``messages`` itself comes back when there is nothing to join."""
     out = None  # type: Optional[List[Mapping[str, Any]]]
@@ -200,7 +201,7 @@ def results_next_to_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Map
         if message.get("role") == "user" and index and messages[index - 1].get("role") == "assistant":
             while end < count and messages[end].get("role") == "user":
                 end += 1
-        if end - index > 1 and _result_after_other(messages[index:end]):
+        if end - index > 1 and _results_later(messages[index:end]):
             if out is None:
                 out = list(messages[:index])
             out.append(_joined(messages[index:end]))
@@ -210,13 +211,11 @@ def results_next_to_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Map
     return messages if out is None else out
 
 
-def _result_after_other(run: Sequence[Mapping[str, Any]]) -> bool:
-    other = False
-    for message in run:
-        items = message.get("content_items") or ()
-        if other and any(item.get("type") == "tool_result" for item in items):
+def _results_later(run: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a message of ``run`` after its first holds a tool result."""
+    for message in run[1:]:
+        if any(item.get("type") == "tool_result" for item in message.get("content_items") or ()):
             return True
-        other = other or any(item.get("type") != "tool_result" for item in items)
     return False
 
 

@@ -888,3 +888,14 @@ def test_a_recorded_chat_answer_goes_back_with_its_reasoning_field_text_and_call
     sent = dict(_after_ask(body["messages"])[0])
     sent.pop("reasoning_details", None)  # (OpenRouter's signed details: checked by test_openai_chat)
     assert sent == wire
+
+
+def test_results_given_one_message_each_go_as_one_turn(aws_env):
+    """The results of one model turn's calls given one user message each (as Chat Completions' tool messages come):
+    Gemini takes the turn right after a function call turn as all its responses ("the number of function response
+    parts is equal to the number of function call parts", a 400), so they go as one content there, and as one
+    message on Claude's wires, the same as given in one message."""
+    split = [ASK, CALLS, _user(_result("c1", "r1")), _user(_result("c2", "r2"))]
+    together = [ASK, CALLS, _user(_result("c1", "r1"), _result("c2", "r2"))]
+    for wire in WIRES:
+        assert _send(wire, split, aws_env)[0] == _send(wire, together, aws_env)[0], wire
