@@ -146,17 +146,20 @@ def _rewritten(old):
     return "call_" + hashlib.sha256(old.encode()).hexdigest()[:24]
 
 
+def _two_calls(first, second):
+    """An assistant message calling a (id ``first``) and b (id ``second``), and the message of their results."""
+    return [{"role": "assistant", "content_items": [
+                {"type": "tool_call", "name": "a", "arguments": {}, "tool_call_id": first},
+                {"type": "tool_call", "name": "b", "arguments": {}, "tool_call_id": second}]},
+            {"role": "user", "content_items": [
+                {"type": "tool_result", "text": "1", "tool_call_id": first},
+                {"type": "tool_result", "text": "2", "tool_call_id": second}]}]
+
+
 def test_tool_ids_a_target_refuses_are_rewritten_the_same_on_call_and_result():
     long_id = "call_" + "x" * 60            # over Chat Completions' 40 characters
     odd_id = "functions.get_weather:0"       # outside Anthropic's and Bedrock's [A-Za-z0-9_-]
-    history = [
-        {"role": "assistant", "content_items": [
-            {"type": "tool_call", "name": "a", "arguments": {}, "tool_call_id": long_id},
-            {"type": "tool_call", "name": "b", "arguments": {}, "tool_call_id": odd_id}]},
-        {"role": "user", "content_items": [
-            {"type": "tool_result", "text": "1", "tool_call_id": long_id},
-            {"type": "tool_result", "text": "2", "tool_call_id": odd_id}]},
-    ]
+    history = _two_calls(long_id, odd_id)
     chat, changed = for_dialect(history, "openai-chat")
     assert [i["tool_call_id"] for m in chat for i in m["content_items"]] == [
         _rewritten(long_id), odd_id, _rewritten(long_id), odd_id]
@@ -177,14 +180,7 @@ def test_a_tool_id_over_64_characters_is_rewritten_for_the_responses_api():
     Expected a string with maximum length 64", a 400): a longer id from another provider is rewritten for it, on
     the call and its result; one of 64 goes as it came."""
     long_id, edge_id = "tool-" + "y" * 60, "z" * 64
-    history = [
-        {"role": "assistant", "content_items": [
-            {"type": "tool_call", "name": "a", "arguments": {}, "tool_call_id": long_id},
-            {"type": "tool_call", "name": "b", "arguments": {}, "tool_call_id": edge_id}]},
-        {"role": "user", "content_items": [
-            {"type": "tool_result", "text": "1", "tool_call_id": long_id},
-            {"type": "tool_result", "text": "2", "tool_call_id": edge_id}]},
-    ]
+    history = _two_calls(long_id, edge_id)
     responses, changed = for_dialect(history, "openai-responses")
     assert [i["tool_call_id"] for m in responses for i in m["content_items"]] == [
         _rewritten(long_id), edge_id, _rewritten(long_id), edge_id]

@@ -711,30 +711,20 @@ def test_an_image_type_the_host_does_not_take_is_refused_before_sending(host, mi
             client_type, mime, wire, names), how
 
 
-@pytest.mark.parametrize("url,refused", [("https://files.example/a.gif", "image/gif"),
-                                         ("gs://bucket/b.svg?x=1", "image/svg+xml"),
-                                         ("https://files.example/c.png", None), ("https://files.example/d", None)])
-def test_a_gemini_image_url_whose_extension_names_a_type_gemini_refuses_is_refused(url, refused):
-    """Gemini's fileData goes with the type the URL's extension names: one Gemini does not take is refused."""
-    client = AutoLLMClient("gemini-3.5-flash", client_type="gemini", api_key="k",
-                           base_url="https://generativelanguage.googleapis.com")
-    messages = [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": url})]
-    if refused is None:
-        client.plan(messages, CONFIG)
-        return
-    with pytest.raises(UnsupportedParameterError) as caught:
-        client.plan(messages, CONFIG)
-    assert str(caught.value) == ("gemini: image_url of type {} cannot be sent over the Gemini API (its images are "
-                                 "PNG, JPEG, WebP, HEIC or HEIF)".format(refused))
-    assert caught.value.parameter == "image_url"
+#: wire -> (the images it takes, in its errors; the API's name)
+URL_IMAGES = {"gemini": ("PNG, JPEG, WebP, HEIC or HEIF", "the Gemini API"),
+              "gemini-interactions": ("PNG, JPEG, WebP, HEIC, HEIF, GIF, BMP or TIFF", "the Interactions API")}
 
 
-@pytest.mark.parametrize("url,refused", [("https://files.example/a.svg", "image/svg+xml"),
-                                         ("https://files.example/c.gif", None), ("https://files.example/d", None)])
-def test_an_interactions_image_url_whose_extension_names_a_type_it_refuses_is_refused(url, refused):
-    """The Interactions API's image block goes with the type the URL's extension names: one outside its enum is
-    refused, in a user message, an assistant message and a tool result alike."""
-    client = AutoLLMClient("gemini-3.5-flash", client_type="gemini-interactions", api_key="k",
+@pytest.mark.parametrize("wire,url,refused", [
+    ("gemini", "https://files.example/a.gif", "image/gif"), ("gemini", "gs://bucket/b.svg?x=1", "image/svg+xml"),
+    ("gemini", "https://files.example/c.png", None), ("gemini", "https://files.example/d", None),
+    ("gemini-interactions", "https://files.example/a.svg", "image/svg+xml"),
+    ("gemini-interactions", "https://files.example/c.gif", None), ("gemini-interactions", "https://files.example/d", None)])
+def test_an_image_url_whose_extension_names_a_type_the_wire_refuses_is_refused(wire, url, refused):
+    """Gemini's fileData and the Interactions API's image block go with the type the URL's extension names: one the
+    wire does not take is refused, in a user message, an assistant message and a tool result alike."""
+    client = AutoLLMClient("gemini-3.5-flash", client_type=wire, api_key="k",
                            base_url="https://generativelanguage.googleapis.com")
     image = {"type": "image_url", "image_url": url}
     for messages in ([_user({"type": "text", "text": "q"}, image)],
@@ -745,9 +735,10 @@ def test_an_interactions_image_url_whose_extension_names_a_type_it_refuses_is_re
             continue
         with pytest.raises(UnsupportedParameterError) as caught:
             client.plan(messages, CONFIG)
-        assert str(caught.value) == ("gemini-interactions: image_url of type {} cannot be sent over the Interactions "
-                                     "API (its images are PNG, JPEG, WebP, HEIC, HEIF, GIF, BMP or TIFF)".format(
-                                         refused))
+        names, api = URL_IMAGES[wire]
+        assert str(caught.value) == "{}: image_url of type {} cannot be sent over {} (its images are {})".format(
+            wire, refused, api, names)
+        assert caught.value.parameter == "image_url"
 
 
 def test_a_local_chat_server_is_sent_any_image_type():
