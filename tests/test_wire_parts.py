@@ -164,7 +164,8 @@ CALLED = {  # the assistant turn of CALLS as each wire sends it
                      'thoughtSignature': 'skip_thought_signature_validator'},
                     {'functionCall': {'id': 'c2', 'name': 'g', 'args': {}}}]}],
     'gemini-interactions':
-        [{'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
+        [{'type': 'thought', 'signature': 'skip_thought_signature_validator'},
+         {'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
          {'type': 'function_call', 'id': 'c2', 'name': 'g', 'arguments': {}}],
     'bedrock':
         [{'role': 'assistant',
@@ -423,8 +424,7 @@ EXPECT = {
          {'role': 'user', 'parts': [{'text': '\t'}]}],
     ('gemini-interactions', 'white space alone as text'):
         [{'type': 'model_output', 'content': [{'type': 'text', 'text': '\n\n'}]},
-         {'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
-         {'type': 'function_call', 'id': 'c2', 'name': 'g', 'arguments': {}},
+         *CALLED['gemini-interactions'],
          {'type': 'function_result', 'call_id': 'c1', 'name': 'f', 'result': ' '},
          {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'},
          {'type': 'user_input', 'content': [{'type': 'text', 'text': '\t'}]}],

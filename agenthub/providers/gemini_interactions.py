@@ -26,7 +26,9 @@ Request
   assistant message -> ``thought``
   steps (``signature``, ``summary``), ``model_output`` steps (text and images) and
   ``function_call`` steps (``id``, ``name``, ``arguments``).  A signature the gemini dialect
-  kept on a text or call part becomes a ``thought`` step right before it.  Unsigned thinking
+  kept on a text or call part becomes a ``thought`` step right before it; on a model that checks signatures
+  (Gemini 3 and later), a message whose calls no signed thought comes before (another provider's) gets one of
+  Google's placeholder (``skip_thought_signature_validator``) before its first call.  Unsigned thinking
   (another provider's) is not sent, as on generateContent.
 - ``system_prompt`` -> ``system_instruction``; tools -> ``{"type": "function", name,
   description, parameters}`` (a strict tool is refused: the function tool has no strict mode);
@@ -195,8 +197,12 @@ class _Steps(object):
         self.blocks = None
 
 
-def _assistant_steps(client: str, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
+def _assistant_steps(client: str, message: Mapping[str, Any], placeholder: bool = False) -> List[Dict[str, Any]]:
+    """An assistant message as steps; ``placeholder`` (a model that checks signatures, ``gemini.SIGNATURE_REQUIRED``):
+    a message whose calls no signed thought comes before (another provider's) gets a thought step of Google's
+    placeholder signature before its first call, as generateContent gets it on that call."""
     out = _Steps("model_output")
+    signed = not placeholder
     for item in message["content_items"]:
         kind = item["type"]
         fidelity = item.get("fidelity") or {}
@@ -204,13 +210,19 @@ def _assistant_steps(client: str, message: Mapping[str, Any]) -> List[Dict[str, 
         if kind == "thinking":
             if signature:
                 out.step(_thought(signature, item["thinking"]))
+                signed = True
             continue
         if kind == "inline_thinking":
             if signature:
                 out.step(_thought(signature))
+                signed = True
             continue
         if kind in ("text", "inline_data", "image_url", "tool_call") and signature:
             out.step(_thought(signature))  # a generateContent part's signature: its own thought step
+            signed = True
+        elif kind == "tool_call" and not signed:
+            out.step(_thought(gemini.PLACEHOLDER_SIGNATURE))
+            signed = True
         if kind == "text":
             if item["text"]:
                 out.content({"type": "text", "text": item["text"]})
@@ -268,7 +280,7 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
 
 
 def input_steps(client: str, messages: List[Mapping[str, Any]],
-                history: Optional[List[Mapping[str, Any]]] = None) -> List[Dict[str, Any]]:
+                history: Optional[List[Mapping[str, Any]]] = None, placeholder: bool = False) -> List[Dict[str, Any]]:
     """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``: the history read
     from its end only as far as the results ``messages`` hold need, a call's latest occurrence winning)."""
     calls = gemini.calls_in(list(messages))
@@ -284,24 +296,25 @@ def input_steps(client: str, messages: List[Mapping[str, Any]],
     steps = []  # type: List[Dict[str, Any]]
     for message in messages:
         if message["role"] == "assistant":
-            steps.extend(_assistant_steps(client, message))
+            steps.extend(_assistant_steps(client, message, placeholder))
         else:
             steps.extend(_user_steps(client, message, calls))
     return steps
 
 
-def _wire_input(client: str, messages: List[Mapping[str, Any]], prior: Optional[Prior]) -> Resumed:
+def _wire_input(client: str, messages: List[Mapping[str, Any]], prior: Optional[Prior],
+                placeholder: bool = False) -> Resumed:
     """``input_steps(client, messages)``, from the previous call's where ``prior`` allows (as the gemini dialect's
     contents: a function result reads the name of its call anywhere in the history, so the head is taken only
     when no new call reuses one of its ids)."""
     noted = NOTES[0]
-    context = (client,)
+    context = (client, placeholder)
     made, calls = gemini.started_with_calls(prior, "interactions", context, messages)
     out = made.items
     for index in range(made.count, len(messages)):
         message = messages[index]
         if message["role"] == "assistant":
-            out.extend(_assistant_steps(client, message))
+            out.extend(_assistant_steps(client, message, placeholder))
         else:
             out.extend(_user_steps(client, message, calls))
     made.state = calls
@@ -369,10 +382,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body = {"model": model}  # type: Dict[str, Any]
     previous, first = _chain(messages) if stateful else (None, 0)
     wire = None  # type: Optional[Resumed]
+    placeholder = gemini.SIGNATURE_REQUIRED.search(gemini._model_path(model).lower()) is not None
     if first:  # chained: only what follows the interaction it names
-        body["input"] = input_steps(client, list(messages[first:]), messages[:first])
+        body["input"] = input_steps(client, list(messages[first:]), messages[:first], placeholder)
     else:  # the whole history, from the previous call's where it is that call's, unchanged
-        wire = _wire_input(client, messages, prior)
+        wire = _wire_input(client, messages, prior, placeholder)
         body["input"] = wire.items
     if previous:
         body["previous_interaction_id"] = previous
