@@ -259,6 +259,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         max_tokens = max_tokens or rule["max_tokens"]
         thinking, effort, thinking_on, sampling = anthropic.claude_request_rules(
             client, model, rule, config, max_tokens, claude or "", "'auto'")  # (Converse has no "none" to suggest)
+        if not anthropic.thinking_taken(client, thinking, body["messages"], lambda block: next(iter(block), None)):
+            thinking, thinking_on = None, False
         if thinking is not None:
             extra["thinking"] = thinking
         if effort is not None:
