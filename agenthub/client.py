@@ -492,7 +492,7 @@ class AutoLLMClient(object):
             joined = results_next_to_calls(messages)
             if joined is not messages:  # (a user text between a call and its results: its run is one message)
                 try:
-                    return self._converted(joined, config, stateful, None, foreign_thinking)
+                    return self._converted(joined, config, stateful, None, foreign_thinking)  # type: ignore[arg-type]
                 except AgentHubError:
                     # the error names the caller's positions: the messages as given, when they are refused too
                     self._converted(messages, config, stateful, None, foreign_thinking)
