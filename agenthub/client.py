@@ -490,7 +490,7 @@ class AutoLLMClient(object):
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
         if self._dialect in RESULTS_NEXT:
             joined = results_next_to_calls(messages)
-            if joined is not messages:  # (a user text between a call and its results: its run is one message)
+            if joined is not messages:  # (a text before a call's results, or results one message each: one message)
                 try:
                     return self._converted(joined, config, stateful, None, foreign_thinking)  # type: ignore[arg-type]
                 except AgentHubError:

@@ -15,8 +15,9 @@ sends it again):
 2. A compaction item (an opaque server-side summary; ``fidelity["format"]`` names its wire) that the target
    cannot read is dropped, with a warning (the messages before it then go in full).
 3. A tool_call id the target refuses (Anthropic and Bedrock: ``[A-Za-z0-9_-]``, at most 64 characters on
-   Bedrock; Chat Completions: at most 40 characters; Responses: at most 64) is rewritten to ``call_<24 hex digits of its SHA-256>``
-   on the call and on its result alike, so the pair still matches; every other id is sent byte for byte.
+   Bedrock; Chat Completions: at most 40 characters; Responses: at most 64) is rewritten to
+   ``call_<24 hex digits of its SHA-256>`` on the call and on its result alike, so the pair still matches; every
+   other id is sent byte for byte.
    An id the target's own protocol issued (a tool_call whose fidelity carries the family's mark: an
    openai-chat server's long id is marked ``issued_id``) goes back to that protocol as it came.
    Where a request takes each id once (Anthropic, Bedrock, Responses: ``UNIQUE_IDS``), a call whose id an

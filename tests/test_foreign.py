@@ -351,8 +351,9 @@ def _unique(old, occurrence):
 @pytest.mark.parametrize("dialect", ["anthropic", "bedrock", "openai-responses"])
 def test_a_tool_id_an_earlier_call_took_is_rewritten_where_ids_must_be_unique(dialect):
     """Claude refuses a request whose tool_use ids repeat ("messages.3.content.0: `tool_use` ids must be unique", a
-    400), the Responses API one whose call_ids do ("Duplicate function_call_output for call_id"): a call whose id an earlier call of the history took (a server that numbers its calls from 0 each turn)
-    gets an id of its own there, and so do the results after it; the first call keeps its id (or its rewrite)."""
+    400), the Responses API one whose call_ids do ("Duplicate function_call_output for call_id"): a call whose id
+    an earlier call of the history took (a server that numbers its calls from 0 each turn) gets an id of its own
+    there, and so do the results after it; the first call keeps its id (or its rewrite)."""
     history = _kimi_turns(3)
     before = copy.deepcopy(history)
     out, changed = for_dialect(history, dialect)

@@ -720,7 +720,8 @@ URL_IMAGES = {"gemini": ("PNG, JPEG, WebP, HEIC or HEIF", "the Gemini API"),
     ("gemini", "https://files.example/a.gif", "image/gif"), ("gemini", "gs://bucket/b.svg?x=1", "image/svg+xml"),
     ("gemini", "https://files.example/c.png", None), ("gemini", "https://files.example/d", None),
     ("gemini-interactions", "https://files.example/a.svg", "image/svg+xml"),
-    ("gemini-interactions", "https://files.example/c.gif", None), ("gemini-interactions", "https://files.example/d", None)])
+    ("gemini-interactions", "https://files.example/c.gif", None),
+    ("gemini-interactions", "https://files.example/d", None)])
 def test_an_image_url_whose_extension_names_a_type_the_wire_refuses_is_refused(wire, url, refused):
     """Gemini's fileData and the Interactions API's image block go with the type the URL's extension names: one the
     wire does not take is refused, in a user message, an assistant message and a tool result alike."""
