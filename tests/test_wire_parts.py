@@ -102,6 +102,7 @@ CASES = {
                                                     "cache_control": {"type": "ephemeral"}})],
     "two assistant messages in a row": [ASK, {"role": "assistant", "content_items": [
         {"type": "text", "text": "let me see"}]}, CALLS, _user(_result("c1", "r1"), _result("c2", "r2"))],
+    "an assistant message first": [CALLS, _user(_result("c1", "r1"), _result("c2", "r2"))],
     "images in an assistant turn": [ASK, {"role": "assistant", "content_items": [
         {"type": "text", "text": "here"}, {"type": "inline_data", "data": b"\x89PNG", "mime_type": "image/png"},
         {"type": "image_url", "image_url": PNG_URL}]}, _user({"type": "text", "text": "nice"})],
@@ -624,6 +625,23 @@ EXPECT.update({
          {'role': 'user', 'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': 'r1'}]}},
                                       {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
                                       {'cachePoint': {'type': 'default'}}]}],
+})
+# -- an assistant message first (a history cut to fit the context window): Bedrock Converse refuses it ("A conversation
+# must start with a user message", a 400), Gemini a function call turn first ("Please ensure that function call turn
+# comes immediately after a user turn or after a function response turn"); the others take it
+EXPECT.update({
+    ('openai-chat', 'an assistant message first'): [*CALLED['openai-chat'], *RESULTS['openai-chat']],
+    ('openai-responses', 'an assistant message first'): [*CALLED['openai-responses'], *RESULTS['openai-responses']],
+    ('anthropic', 'an assistant message first'): [*CALLED['anthropic'], *RESULTS['anthropic']],
+    ('gemini', 'an assistant message first'):
+        (ConfigError, "gemini: the messages start with an assistant message holding tool calls, which Gemini refuses "
+                      "(a function call turn comes right after a user turn or a function response turn): begin with "
+                      "the user message it answered"),
+    ('gemini-interactions', 'an assistant message first'):
+        [*CALLED['gemini-interactions'], *RESULTS['gemini-interactions']],
+    ('bedrock', 'an assistant message first'):
+        (ConfigError, "bedrock: the messages start with an assistant message, which Bedrock Converse refuses (a "
+                      "conversation starts with a user message): begin with the user message it answered"),
 })
 EXPECT.update({(wire, "a text message before the results' message"): EXPECT[(wire, "text before the results")]
                for wire in WIRES})

@@ -76,7 +76,7 @@ import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from ..errors import (AuthenticationError, RateLimitError, ServerError, StreamProtocolError,
+from ..errors import (AuthenticationError, ConfigError, RateLimitError, ServerError, StreamProtocolError,
                       UpstreamError, preview)
 from ..eventstream import CONTENT_TYPE, iter_messages
 from ..sse import json_loads
@@ -242,6 +242,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     elif cache is not None and wire:
         wire[-1]["content"].append(dict(cache))
     body["messages"] = something_to_send(client, wire)
+    if wire[0]["role"] == "assistant":
+        raise ConfigError("{}: the messages start with an assistant message, which Bedrock Converse refuses (a "
+                          "conversation starts with a user message): begin with the user message it answered".format(
+                              client))
     if config.get("system_prompt"):
         body["system"] = [{"text": config["system_prompt"]}]
         if cache is not None:

@@ -661,6 +661,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
 
     wire = _wire_contents(client, model, messages, prior)
     body = {"contents": something_to_send(client, wire.items)}
+    first = wire.items[0]
+    if first["role"] == "model" and any("functionCall" in part for part in first["parts"]):
+        raise ConfigError("{}: the messages start with an assistant message holding tool calls, which Gemini refuses "
+                          "(a function call turn comes right after a user turn or a function response turn): begin "
+                          "with the user message it answered".format(client))
     if config.get("system_prompt"):
         body["systemInstruction"] = {"parts": [{"text": config["system_prompt"]}]}
     if config.get("tools"):
