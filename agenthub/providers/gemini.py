@@ -112,6 +112,7 @@ __all__ = [
     "thinking_level",
     "takes_thinking",
     "calls_in",
+    "checks_signatures",
     "FINISH_REASONS",
     "THINKING",
     "SIGNATURE_REQUIRED",
@@ -543,10 +544,16 @@ def _contents(client: str, model: str, messages: List[Mapping[str, Any]]) -> Lis
     return _wire_contents(client, model, messages, None).items
 
 
+def checks_signatures(model: str) -> bool:
+    """Whether ``model`` refuses a function call of the current turn without a thought signature
+    (``SIGNATURE_REQUIRED``: another provider's calls go with ``PLACEHOLDER_SIGNATURE``)."""
+    return SIGNATURE_REQUIRED.search(_model_path(model).lower()) is not None
+
+
 def _wire_contents(client: str, model: str, messages: List[Mapping[str, Any]], prior: Optional[Prior]) -> Resumed:
     """``_contents``, from the previous call's where ``prior`` allows: a function response reads the name and
     id of its call anywhere in the history, so the head is taken only when no new call reuses one of its ids."""
-    placeholder = SIGNATURE_REQUIRED.search(_model_path(model).lower()) is not None
+    placeholder = checks_signatures(model)
     context = (client, placeholder)
     noted = NOTES[0]
     made, calls = started_with_calls(prior, "gemini", context, messages)

@@ -382,7 +382,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body = {"model": model}  # type: Dict[str, Any]
     previous, first = _chain(messages) if stateful else (None, 0)
     wire = None  # type: Optional[Resumed]
-    placeholder = gemini.SIGNATURE_REQUIRED.search(gemini._model_path(model).lower()) is not None
+    placeholder = gemini.checks_signatures(model)
     if first:  # chained: only what follows the interaction it names
         body["input"] = input_steps(client, list(messages[first:]), messages[:first], placeholder)
     else:  # the whole history, from the previous call's where it is that call's, unchanged
