@@ -974,6 +974,24 @@ def test_an_interrupted_call_is_an_error_and_a_closed_one_is_not(otel, with_fall
     assert [thread for thread in extra if thread.is_alive()] == []
 
 
+@needs_call_hooks
+def test_a_client_hook_raising_at_the_calls_end_still_ends_the_span(otel):
+    """The process-wide hook runs after the client's own: one of those raising in on_call_end skipped it, the span
+    never ended and the call's record stayed in the hook forever."""
+    from agenthub.attempts import AttemptHook
+
+    class Raising(AttemptHook):
+        def on_call_end(self, call):
+            raise ValueError("a user hook broke")
+
+    otel.start()
+    with pytest.raises(ValueError, match="a user hook broke"):
+        _agenthub_call("openai-chat", "gpt-tel", "/v1", _read(FIXTURES, "chat_cached.sse"), hooks=[Raising()])
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "chat gpt-tel" and span.attributes["gen_ai.usage.input_tokens"] == 1200
+    assert telemetry.hook._state.hook._calls == {}
+
+
 def test_the_run_span_names_its_provider_only_under_the_conventions_that_ask_it(otel, monkeypatch):
     """v1.41.0 requires gen_ai.provider.name on invoke_agent INTERNAL spans; semantic-conventions-genai
     docs/gen-ai/non-normative/migration.md, "Invoke agent internal span attributes": "`gen_ai.provider.name` |
