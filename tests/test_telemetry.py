@@ -530,6 +530,18 @@ def test_tool_span_with_capture(otel):
     assert result == {"text": "a cat", "images": ["<data: URI, 26 characters>"]}
 
 
+def test_a_tool_results_image_url_is_captured_without_its_credentials(otel):
+    """A tool result's image URL (a presigned URL a tool returned) is shown as an input message's is: its query
+    values and user part ***; it went into gen_ai.tool.call.result as it was, signature and all."""
+    otel.start(capture_content=True)
+    with telemetry.tool_span("render", "call_1") as tool:
+        tool.set_result({"type": "tool_result", "text": "drawn", "images": [
+            "https://user:pw-secret@bucket.example/chart.png?X-Amz-Signature=sig-secret&X-Amz-Expires=60"]})
+    (span,) = otel.exporter.get_finished_spans()
+    assert json.loads(span.attributes["gen_ai.tool.call.result"]) == {"text": "drawn", "images": [
+        "https://***@bucket.example/chart.png?X-Amz-Signature=***&X-Amz-Expires=***"]}
+
+
 def test_mcp_span_and_trace_context_in_meta(otel):
     otel.start()
     with telemetry.mcp_span("tools/call", "2025-06-18", target="get_time", request_id=7,

@@ -7,7 +7,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from ..hosts.trust import url_host, url_origin
 from . import hook as _hook
-from .hook import _bounded, _dumps, _State
+from .hook import _bounded, _dumps, _shown_uri, _State
 from .names import (ERROR_TYPE, GEN_AI_AGENT_NAME, GEN_AI_OPERATION_NAME, GEN_AI_PROVIDER_NAME,
                     GEN_AI_REQUEST_MODEL, GEN_AI_TOOL_CALL_ARGUMENTS,
                     GEN_AI_TOOL_CALL_ID, GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_NAME, GEN_AI_TOOL_TYPE,
@@ -136,8 +136,8 @@ class _Span(object):
                 if "text" in value:
                     value["text"] = _bounded(value["text"])
                 images = value.get("images")
-                if isinstance(images, list):  # a data: URI is bytes: never inlined
-                    value["images"] = [image if not (isinstance(image, str) and image.startswith("data:"))
+                if isinstance(images, list):  # a data: URI is bytes: never inlined; a URL shown as a message's is
+                    value["images"] = [_shown_uri(image) if not (isinstance(image, str) and image.startswith("data:"))
                                        else "<data: URI, {} characters>".format(len(image)) for image in images]
             self.span.set_attribute(GEN_AI_TOOL_CALL_RESULT, _dumps(value))
 
