@@ -1456,6 +1456,37 @@ def test_mcp_requests_are_spans_and_carry_the_trace_context_in_meta(otel, era, v
 
 @pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
                                              "telemetry yet")
+def test_a_sampled_out_mcp_request_still_carries_the_trace_context(otel):
+    """A trace the sampler left out goes on with its traceparent (not sampled) so the server keeps the decision (the
+    MCP conventions: "SHOULD propagate context using the configured propagators"); a request whose span records
+    nothing went without _meta, and the server started a trace of its own."""
+    import requests
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    from agenthub import mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    sampled_out = TracerProvider(sampler=ALWAYS_OFF)
+    telemetry.instrument(sampled_out)
+    fake = Subprocess([FAKE_HTTP, "modern"])
+    try:
+        with sampled_out.get_tracer("test").start_as_current_span("caller") as caller:
+            with mcp.connect(fake.url, timeout=10) as server:
+                assert server.call_tool("echo", {"text": "hi"})["text"] == "hi"
+        seen = requests.get(fake.base + "/log", timeout=5).json()
+    finally:
+        fake.stop()
+        sampled_out.shutdown()
+    (call,) = [r for r in seen if (r.get("body") or {}).get("method") == "tools/call"]
+    version, trace_id, span_id, flags = call["body"]["params"]["_meta"]["traceparent"].split("-")
+    assert (version, trace_id) == ("00", "{:032x}".format(caller.get_span_context().trace_id))
+    assert int(flags, 16) & 1 == 0  # not sampled (the SDK may set the random-trace-id flag, 02)
+    assert span_id != "{:016x}".format(caller.get_span_context().span_id)  # the request's own span's id
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
+                                             "telemetry yet")
 def test_an_mcp_error_answer_is_its_json_rpc_code_and_never_its_message(otel):
     """v1.41.0 model/mcp/common.yaml: error.type "SHOULD be set to the string representation of the JSON-RPC error
     code, if one is returned"; rpc.response.status_code "conditionally_required: If response contains an error

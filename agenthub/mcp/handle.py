@@ -19,7 +19,7 @@ from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportE
     UpstreamError
 from .._redact import scrub_text
 from ..telemetry import (JSONRPC_REQUEST_ID, RPC_RESPONSE_STATUS_CODE, inject_meta,  # a CLIENT span per request,
-                         mcp_span)  # its trace context in _meta (no-ops uninstrumented)
+                         is_instrumented, mcp_span)  # its trace context in _meta (no-ops uninstrumented)
 from . import jsonrpc, results
 from .jsonrpc import MCPError, Message
 from .channel import CHANNELS, Channel, scrub
@@ -329,7 +329,8 @@ class Server(object):
         with mcp_span(method, session.version, session.session_id if session.era == "legacy" else None,
                       target=target if isinstance(target, str) else None,
                       server=channel.span_server, transport=channel.span_transport) as span:
-            if span.recording:  # the W3C trace context in params._meta (the MCP conventions, both eras)
+            if is_instrumented():  # the W3C trace context in params._meta (the MCP conventions, both eras), a
+                # sampled-out one too (not sampled: the server keeps the decision instead of starting a trace)
                 params = dict(params or {}, _meta=inject_meta((params or {}).get("_meta")))
             try:
                 result = self._request(method, params, timeout, headers, span, on_progress)
