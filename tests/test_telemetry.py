@@ -1487,6 +1487,31 @@ def test_a_sampled_out_mcp_request_still_carries_the_trace_context(otel):
 
 @pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
                                              "telemetry yet")
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_a_resource_read_names_its_uri_without_its_credentials(otel, era):
+    """The MCP client span: mcp.resource.uri is "Conditionally Required: When the client executes a request type
+    that includes a resource URI parameter" (resources/read); a URI's user part and query values are *** (a
+    signed URL's signature is a credential), as an image URL's are in content."""
+    from agenthub import mcp
+    from agenthub.mcp import MCPError
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, era])
+    try:
+        with mcp.connect(fake.url, timeout=10) as server:
+            with pytest.raises(MCPError):  # (this fake server has no resources: -32601)
+                server.read_resource("https://user:pw-secret@files.example/report.pdf?sig=sig-secret&v=2")
+    finally:
+        fake.stop()
+    span = {s.name: s for s in otel.exporter.get_finished_spans()}["resources/read"]
+    assert span.attributes["mcp.method.name"] == "resources/read"
+    assert span.attributes["mcp.resource.uri"] == "https://***@files.example/report.pdf?sig=***&v=***"
+    assert "secret" not in json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()])
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
+                                             "telemetry yet")
 def test_an_mcp_error_answer_is_its_json_rpc_code_and_never_its_message(otel):
     """v1.41.0 model/mcp/common.yaml: error.type "SHOULD be set to the string representation of the JSON-RPC error
     code, if one is returned"; rpc.response.status_code "conditionally_required: If response contains an error

@@ -42,6 +42,8 @@ MAX_LIST_BYTES = 32 * 1024 * 1024
 MAX_TOOLS = 1000
 #: seconds close() spends, in all, telling a handshake-era HTTP server which requests it ended
 CANCEL_SECONDS = 2.0
+#: the requests whose params name a resource URI (its span's mcp.resource.uri)
+_RESOURCE_METHODS = ("resources/read", "resources/subscribe", "resources/unsubscribe")
 
 #: the era learnt per HTTP origin ((scheme, host, port) -> "modern" | "legacy"): 2026-07-28 basic/versioning
 #: "clients SHOULD cache the result for the lifetime of the ... origin (HTTP)"
@@ -326,9 +328,11 @@ class Server(object):
         session = self._session
         channel = self._channel
         target = (params or {}).get("name") if method in ("tools/call", "prompts/get") else None
+        uri = (params or {}).get("uri") if method in _RESOURCE_METHODS else None
         with mcp_span(method, session.version, session.session_id if session.era == "legacy" else None,
                       target=target if isinstance(target, str) else None,
-                      server=channel.span_server, transport=channel.span_transport) as span:
+                      server=channel.span_server, transport=channel.span_transport,
+                      resource_uri=scrub_text(uri, channel.secrets) if isinstance(uri, str) else None) as span:
             if is_instrumented():  # the W3C trace context in params._meta (the MCP conventions, both eras), a
                 # sampled-out one too (not sampled: the server keeps the decision instead of starting a trace)
                 params = dict(params or {}, _meta=inject_meta((params or {}).get("_meta")))

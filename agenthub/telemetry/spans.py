@@ -11,7 +11,8 @@ from .hook import _bounded, _dumps, _shown_uri, _State
 from .names import (ERROR_TYPE, GEN_AI_AGENT_NAME, GEN_AI_OPERATION_NAME, GEN_AI_PROVIDER_NAME,
                     GEN_AI_REQUEST_MODEL, GEN_AI_TOOL_CALL_ARGUMENTS,
                     GEN_AI_TOOL_CALL_ID, GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_NAME, GEN_AI_TOOL_TYPE,
-                    JSONRPC_REQUEST_ID, MCP_METHOD_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, SERVER_ADDRESS,
+                    JSONRPC_REQUEST_ID, MCP_METHOD_NAME, MCP_PROTOCOL_VERSION, MCP_RESOURCE_URI, MCP_SESSION_ID,
+                    SERVER_ADDRESS,
                     SERVER_PORT, provider_name)
 
 logger = logging.getLogger("agenthub")
@@ -293,12 +294,14 @@ _hook.run_spans = RunSpans()
 
 def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Optional[str] = None, *,
              target: Optional[str] = None, request_id: Any = None, server: Optional[str] = None,
-             transport: Optional[str] = None) -> Any:
+             transport: Optional[str] = None, resource_uri: Optional[str] = None) -> Any:
     """A CLIENT span for one MCP request: ``{method} {target}`` (target: the tool or prompt name),
     ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id`` (pass it only where the protocol
     has sessions), ``jsonrpc.request.id``, and for ``tools/call`` ``gen_ai.operation.name`` execute_tool
     and ``gen_ai.tool.name``.  ``server``: the URL (server.address/port) or None (stdio: network.transport
-    ``pipe``).  Inside its ``with``, ``inject_meta`` puts its trace context in the request's ``_meta``."""
+    ``pipe``).  ``resource_uri``: the request's resource URI (``resources/read``: ``mcp.resource.uri``, its
+    user part and query values ``***``).  Inside its ``with``, ``inject_meta`` puts its trace context in the
+    request's ``_meta``."""
     state = _hook._state
     if state is None:
         return _NOOP
@@ -315,6 +318,8 @@ def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Op
             attributes[GEN_AI_TOOL_NAME] = target
     elif method == "prompts/get" and target:
         attributes["gen_ai.prompt.name"] = target
+    if isinstance(resource_uri, str) and resource_uri:  # (a signed URL's signature is a credential: never shown)
+        attributes[MCP_RESOURCE_URI] = _shown_uri(resource_uri)
     if server:
         origin = url_origin(server)
         if origin is not None:
