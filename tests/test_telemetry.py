@@ -278,6 +278,25 @@ def test_call_span_attributes_usage_and_no_content_by_default(otel):
     assert "SECRET PROMPT TEXT" not in dump and "hdr-secret-value" not in dump and "Hello" not in dump
 
 
+def test_an_int_past_64_bits_is_no_attribute(otel):
+    """check_config takes any int seed or max_tokens (a random 64-bit unsigned seed is past int64); OTLP carries
+    int64 only, and one such attribute made the exporter's encoding raise, losing the whole batch of spans it
+    was in.  An int outside int64 is left out; the call's other attributes stand."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.common.trace_encoder",
+                        reason="the OTLP encoder (a test oracle) is not installed")
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    otel.start()
+    drive(fake_call(config={"seed": 2 ** 64 - 1, "max_tokens": 2 ** 63, "temperature": 0.5}))
+    drive(fake_call(config={"seed": 2 ** 63 - 1, "max_tokens": -2 ** 63}))
+    past, edge = otel.exporter.get_finished_spans()
+    assert "gen_ai.request.seed" not in past.attributes and "gen_ai.request.max_tokens" not in past.attributes
+    assert past.attributes["gen_ai.request.temperature"] == 0.5
+    assert edge.attributes["gen_ai.request.seed"] == 2 ** 63 - 1
+    assert edge.attributes["gen_ai.request.max_tokens"] == -2 ** 63
+    encode_spans([past, edge])  # (raised ValueError: Value out of range)
+
+
 def test_metrics_and_bucket_boundaries(otel):
     otel.start()
     drive(fake_call())

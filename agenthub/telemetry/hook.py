@@ -514,7 +514,7 @@ def _request_attributes(span: Any, call: Any, operation: str) -> None:
                             ("temperature", GEN_AI_REQUEST_TEMPERATURE, float),
                             ("top_p", GEN_AI_REQUEST_TOP_P, float), ("seed", GEN_AI_REQUEST_SEED, int)):
         value = config.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (kind is float or _int64(value)):
             span.set_attribute(name, kind(value))
     stop = config.get("stop")
     if isinstance(stop, str):
@@ -527,11 +527,17 @@ def _request_attributes(span: Any, call: Any, operation: str) -> None:
         if isinstance(encoding, str) and encoding:  # (recommended on embeddings spans: what the request asked for)
             span.set_attribute(GEN_AI_REQUEST_ENCODING_FORMATS, [encoding])
         dimensions = (config.get("embedding_config") or {}).get("dimensions")
-        if isinstance(dimensions, int) and not isinstance(dimensions, bool):
+        if isinstance(dimensions, int) and not isinstance(dimensions, bool) and _int64(dimensions):
             span.set_attribute(GEN_AI_EMBEDDINGS_DIMENSION_COUNT, dimensions)
     output = _output_type(config)
     if output is not None:
         span.set_attribute(GEN_AI_OUTPUT_TYPE, output)
+
+
+def _int64(value: Any) -> bool:
+    """Does ``value`` fit an int attribute?  OTLP carries int64: one int past it (check_config takes a seed of any
+    size) made the exporter's encoding raise, losing every span of its batch."""
+    return -2 ** 63 <= value < 2 ** 63
 
 
 #: openai.api.type of the OpenAI API a request's path names (v1.41 docs/registry/attributes/openai.md)
