@@ -1283,6 +1283,9 @@ def test_a_failure_inside_telemetry_never_breaks_the_call(otel, monkeypatch):
 
     monkeypatch.setattr(telemetry.hook, "_request_attributes", broken)
     drive(fake_call())  # nothing raised
+    (started,) = otel.exporter.get_finished_spans()  # the span it had started still ends, with the call's numbers
+    assert started.attributes["gen_ai.usage.input_tokens"] == 100 and "gen_ai.request.max_tokens" not in started.attributes
+    assert telemetry.hook._state.hook._calls == {}
     monkeypatch.undo()
     otel.start(capture_content=True)
     monkeypatch.setattr(telemetry.hook, "_content_attributes", broken)

@@ -375,7 +375,10 @@ class GenAIHook(AttemptHook):
         record.span = span
         record.recording = span.is_recording()
         if record.recording:
-            _request_attributes(span, call, record.operation)
+            try:
+                _request_attributes(span, call, record.operation)
+            except Exception:  # the span it started still ends (on_call_end), with what it holds
+                logger.debug("agenthub telemetry: request attributes not recorded", exc_info=True)
             if state.capture != "NO_CONTENT":
                 record.collector = _collector()
         if not state.meter_live and state.metrics_api is not None and _live_meter(None, state.metrics_api):
