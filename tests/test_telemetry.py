@@ -1275,6 +1275,35 @@ def test_jobs_run_makes_a_span_per_row_under_the_job_span(otel, tmp_path):
     assert {s.context.trace_id for s in spans} == {job.context.trace_id}
 
 
+def test_a_job_that_ends_in_an_exception_is_an_error_span(otel, tmp_path):
+    """A job stopped by an exception (here an interrupt from a hook, in a worker; the output file failing is
+    another) raises it from jobs.run; its invoke_workflow span said nothing of it (error.type "if the operation
+    ended in an error")."""
+    from agenthub import attempts, jobs
+    from agenthub.attempts import AttemptHook
+    from jobs_server import JobServer
+
+    class Interrupt(AttemptHook):
+        def before_attempt(self, attempt):
+            raise KeyboardInterrupt()
+
+    otel.start()
+    interrupt = Interrupt()
+    attempts.register(interrupt)
+    try:
+        with JobServer() as server:
+            row = {"id": "r0", "model": "deepseek-v4-flash", "client_type": "openai-chat", "base_url": server.base_url,
+                   "messages": [{"role": "user", "content_items": [{"type": "text", "text": "row"}]}]}
+            src = tmp_path / "in.jsonl"
+            src.write_text(json.dumps(row) + "\n")
+            with pytest.raises(KeyboardInterrupt):
+                jobs.run(str(src), str(tmp_path / "out.jsonl"), workers=1, progress=False)
+    finally:
+        attempts.unregister(interrupt)
+    (job,) = [s for s in otel.exporter.get_finished_spans() if s.name == "invoke_workflow agenthub.jobs"]
+    assert job.attributes["error.type"] == "KeyboardInterrupt" and job.status.status_code.name == "ERROR"
+
+
 def test_a_failure_inside_telemetry_never_breaks_the_call(otel, monkeypatch):
     otel.start(capture_content=True)
 
