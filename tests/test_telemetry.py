@@ -511,6 +511,29 @@ def test_captured_content_is_bounded_and_never_holds_a_url_credential(otel):
     assert "secret" not in dump and len(dump) < 6 * hook.CONTENT_LIMIT
 
 
+def test_a_tool_calls_structured_arguments_are_bounded_too(otel):
+    """A tool call's arguments are an object: each text inside it is cut at CONTENT_LIMIT as a message's text is
+    (a model writing a 5 MB file through a tool put 5 MB in the tool span, in the call's output messages and in
+    every later turn's input messages); the object keeps its shape."""
+    from agenthub.telemetry import hook
+
+    otel.start(capture_content=True)
+    huge = "y" * (hook.CONTENT_LIMIT + 10)
+    cut = "y" * hook.CONTENT_LIMIT + "...[10 more characters]"
+    arguments = {"path": "a.txt", "lines": [huge, "short"], "meta": {"body": huge, "n": 3}}
+    shaped = {"path": "a.txt", "lines": [cut, "short"], "meta": {"body": cut, "n": 3}}
+    call = {"type": "tool_call", "tool_call_id": "c1", "name": "write", "arguments": arguments}
+    answer = dict(EVENTS[1], content_items=[call])
+    drive(fake_call(messages=[{"role": "assistant", "content_items": [call]}]), events=[EVENTS[0], answer, EVENTS[-1]])
+    with telemetry.tool_span("write", "c1") as tool:
+        tool.set_arguments(arguments)
+    chat, run = otel.exporter.get_finished_spans()
+    assert json.loads(chat.attributes["gen_ai.input.messages"])[0]["parts"][0]["arguments"] == shaped
+    assert json.loads(chat.attributes["gen_ai.output.messages"])[0]["parts"][0]["arguments"] == shaped
+    assert json.loads(run.attributes["gen_ai.tool.call.arguments"]) == shaped
+    assert arguments["lines"][0] == huge  # (the caller's value itself is not changed)
+
+
 # -- tool, agent and MCP spans ---------------------------------------------------------------------------------------
 
 

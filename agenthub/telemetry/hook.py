@@ -652,15 +652,27 @@ def _unjsonable(value: Any) -> Any:
     return "<{}>".format(type(value).__name__)
 
 
-#: the most characters of one text captured as content (a message's text, reasoning, a tool's arguments as text
-#: or result, the system prompt): a longer one keeps its start and says how much was left out (docs/telemetry.md)
+#: the most characters of one text captured as content (a message's text, reasoning, a text in a tool's arguments
+#: or its result, the system prompt): a longer one keeps its start and says how much was left out (docs/telemetry.md)
 CONTENT_LIMIT = 32768
 
 
-def _bounded(text: Any) -> Any:
-    """``text`` cut to CONTENT_LIMIT characters (then ``...[N more characters]``); any other value as it is."""
-    if isinstance(text, str) and len(text) > CONTENT_LIMIT:
-        return "{}...[{} more characters]".format(text[:CONTENT_LIMIT], len(text) - CONTENT_LIMIT)
+#: how deep ``_bounded`` walks an object (a tool call's arguments): past it a value is left as it is
+_BOUNDED_DEPTH = 64
+
+
+def _bounded(text: Any, depth: int = 0) -> Any:
+    """``text`` cut to CONTENT_LIMIT characters (then ``...[N more characters]``); in an object or a list (a tool
+    call's arguments) each text is, in a copy of the same shape; any other value as it is."""
+    if isinstance(text, str):
+        if len(text) > CONTENT_LIMIT:
+            return "{}...[{} more characters]".format(text[:CONTENT_LIMIT], len(text) - CONTENT_LIMIT)
+        return text
+    if depth < _BOUNDED_DEPTH:
+        if isinstance(text, Mapping):
+            return {key: _bounded(value, depth + 1) for key, value in text.items()}
+        if isinstance(text, (list, tuple)):
+            return [_bounded(value, depth + 1) for value in text]
     return text
 
 
