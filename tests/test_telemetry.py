@@ -352,6 +352,31 @@ def test_failover_answered_by_a_fallback_is_one_span_naming_the_route(otel):
     assert span.attributes["agenthub.attempts"] == 3
 
 
+def test_a_fallback_at_its_schemes_port_says_the_port_as_the_primary_does(otel):
+    """server.port is "Conditionally Required: if server.address is set": a fallback route's host names no port
+    when it is its scheme's (api.anthropic.com), and the span of a call it answered had server.address alone,
+    where the primary's says 443.  The fallback attempt's own server (known once it was encoded) is used."""
+    from agenthub import attempts
+
+    otel.start()
+    route = {"model": "claude-test", "client_type": "anthropic", "host": "api.anthropic.com"}
+    call = fake_call()
+    (hook,) = [h for h in attempts.registered() if isinstance(h, telemetry.GenAIHook)]
+    hook.on_call_start(call)
+    fallback = types.SimpleNamespace(call=call, route=route, provider="anthropic", server=None)
+    hook.before_attempt(fallback)
+    fallback.server = ("api.anthropic.com", 443)  # (the loop sets it when it encodes the attempt)
+    hook.on_done(fallback)
+    for event in EVENTS:
+        hook.on_event(call, event)
+    call.route, call.usage, call.finish_reason = route, EVENTS[-1]["usage_metadata"], "stop"
+    hook.on_call_end(call)
+    (span,) = otel.exporter.get_finished_spans()
+    assert (span.attributes["server.address"], span.attributes["server.port"]) == ("api.anthropic.com", 443)
+    ((attrs, _),) = metrics_of(otel.reader)["gen_ai.client.operation.duration"]
+    assert (attrs["server.address"], attrs["server.port"]) == ("api.anthropic.com", 443)
+
+
 def test_a_call_answered_from_a_cache_says_so(otel):
     otel.start()
     drive(fake_call(cache="hit", attempts=0))

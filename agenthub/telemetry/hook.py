@@ -221,7 +221,7 @@ class _Call(object):
     """One logical call's span and timings."""
 
     __slots__ = ("span", "started", "first", "stamp", "gaps", "collector", "operation", "base", "recording",
-                 "providers")
+                 "providers", "servers")
 
     def __init__(self) -> None:
         self.span = None  # type: Any
@@ -234,6 +234,7 @@ class _Call(object):
         self.base = {}  # type: Dict[str, Any]
         self.recording = False
         self.providers = None  # type: Optional[Dict[Any, str]]  # a fallback route's provider, by route
+        self.servers = None  # type: Optional[Dict[Any, Tuple[str, int]]]  # a fallback route's (address, port)
 
 
 def _response_model(call: Any, route: Optional[Mapping[str, Any]]) -> Optional[str]:
@@ -281,13 +282,17 @@ def _server(call: Any, route: Optional[Mapping[str, Any]]) -> Tuple[Optional[str
     return None, None
 
 
-def _answering_server(call: Any, route: Optional[Mapping[str, Any]]) -> Optional[Tuple[str, Optional[int]]]:
-    """(address, port) of the route that answered: the loop's ``server`` when it is that route's, else the
-    route's host alone (a fallback's port is not on the call)."""
+def _answering_server(call: Any, route: Optional[Mapping[str, Any]],
+                      servers: Optional[Mapping[Any, Tuple[str, int]]] = None) -> Optional[Tuple[str, Optional[int]]]:
+    """(address, port) of the route that answered: the loop's ``server`` when it is that route's, else the server
+    its own attempts went to (``servers``, by route: a fallback's), else the route's host alone."""
     server = getattr(call, "server", None)
     host, port = _route_server((route or {}).get("host"))
     if isinstance(server, tuple) and len(server) == 2 and (not host or server[0] == host):
         return server[0], server[1]
+    server = (servers or {}).get(_route_key(route)) if route else None
+    if server is not None and (not host or server[0] == host):
+        return server
     if host:
         return host, port
     return None
@@ -316,6 +321,17 @@ class GenAIHook(AttemptHook):
             if record.providers is None:
                 record.providers = {}
             record.providers[_route_key(attempt.route)] = provider
+
+    def on_done(self, attempt: Any) -> None:
+        """A fallback route's attempts ended: the server they went to (encoded by then), for the span's end."""
+        if attempt.call is attempt:
+            return
+        record = self._calls.get(id(attempt.call))
+        server = getattr(attempt, "server", None)
+        if record is not None and attempt.route and isinstance(server, tuple) and len(server) == 2:
+            if record.servers is None:
+                record.servers = {}
+            record.servers[_route_key(attempt.route)] = server
 
     # the tool runner's hooks (an agenthub.agent.ToolHook by these methods): spans.RunSpans does the work
     def on_run_start(self, run: Any) -> None:
@@ -427,7 +443,7 @@ class GenAIHook(AttemptHook):
         raised = getattr(call, "raised", None)  # a KeyboardInterrupt or a hook's own exception ended it
         error_type = type(error).__name__ if error is not None else (
             getattr(raised, "__name__", None) if raised is not None else None)
-        answered_at = _answering_server(call, route)
+        answered_at = _answering_server(call, route, record.servers)
         if answered_at is not None:  # known once an attempt was encoded: the server of the route that answered
             record.base[SERVER_ADDRESS] = answered_at[0]
             if answered_at[1] is not None:
