@@ -1555,6 +1555,39 @@ def test_mcp_requests_are_spans_and_carry_the_trace_context_in_meta(otel, era, v
 
 @pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
                                              "telemetry yet")
+@pytest.mark.parametrize("era,method,version", [("legacy", "initialize", "2025-11-25"),
+                                                ("modern", "server/discover", "2026-07-28")])
+def test_the_handshake_is_a_span_and_carries_the_trace_context(otel, era, method, version):
+    """The MCP client span covers every request the client sends (the conventions' examples start with the
+    initialize span); the handshake went without a span and its request without the trace context, so a server
+    tracing it started a trace of its own."""
+    import requests
+
+    from agenthub import mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, era])
+    try:
+        with telemetry.agent_span("caller") as caller:
+            with mcp.connect(fake.url, timeout=10):
+                pass
+        seen = requests.get(fake.base + "/log", timeout=5).json()
+    finally:
+        fake.stop()
+    (sent,) = [r["body"] for r in seen if (r.get("body") or {}).get("method") == method]
+    span = {s.name: s for s in otel.exporter.get_finished_spans()}[method]
+    assert span.kind.name == "CLIENT" and span.parent.span_id == caller.span.context.span_id
+    assert dict(span.attributes) == {"mcp.method.name": method, "mcp.protocol.version": version,
+                                     "jsonrpc.request.id": str(sent["id"]), "server.address": "127.0.0.1",
+                                     "server.port": fake.port, "network.transport": "tcp",
+                                     "network.protocol.name": "http"}
+    assert sent["params"]["_meta"]["traceparent"] == "00-{:032x}-{:016x}-{:02x}".format(
+        span.context.trace_id, span.context.span_id, int(span.context.trace_flags))
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
+                                             "telemetry yet")
 def test_a_sampled_out_mcp_request_still_carries_the_trace_context(otel):
     """A trace the sampler left out goes on with its traceparent (not sampled) so the server keeps the decision (the
     MCP conventions: "SHOULD propagate context using the configured propagators"); a request whose span records
