@@ -423,6 +423,28 @@ def test_latest_names_with_the_opt_in(otel, monkeypatch):
     assert "gen_ai.client.inference.time_to_first_chunk" in metrics
 
 
+def test_latest_usage_counters_say_their_modality_and_the_histograms_replace_token_usage(otel, monkeypatch):
+    """semantic-conventions-genai docs/gen-ai/non-normative/migration.md, "GenAI client token usage metric": the
+    gen_ai.client.inference.usage.* counters carry gen_ai.token.modality (Required; "unknown" when the provider
+    does not break usage down by it), and the per-operation histograms gen_ai.client.inference.operation.input_tokens
+    / output_tokens (token buckets) replace gen_ai.client.token.usage.  The counters had no modality, and no
+    histogram was recorded."""
+    monkeypatch.setenv(telemetry.OPT_IN_ENV, "gen_ai_latest_experimental")
+    otel.start()
+    drive(fake_call())
+    metrics = metrics_of(otel.reader)
+    base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-test",
+            "server.address": "api.openai.com", "server.port": 443, "gen_ai.response.model": "gpt-test"}
+    for name, value in (("input_tokens", 100), ("output_tokens", 7), ("cache_read.input_tokens", 30),
+                        ("reasoning.output_tokens", 5)):
+        ((attrs, point),) = metrics["gen_ai.client.inference.usage." + name]
+        assert attrs == dict(base, **{"gen_ai.token.modality": "unknown"}) and point.value == value, name
+    for name, value in (("input_tokens", 100), ("output_tokens", 7)):
+        ((attrs, point),) = metrics["gen_ai.client.inference.operation." + name]
+        assert attrs == base and (point.count, point.sum) == (1, value)
+        assert tuple(point.explicit_bounds) == telemetry.TOKEN_BUCKETS
+
+
 def test_cache_write_count_with_the_default_names(otel):
     class Usage(dict):
         pass

@@ -56,6 +56,7 @@ from .names import (GEN_AI_OPERATION_NAME, GEN_AI_PROVIDER_NAME, GEN_AI_REQUEST_
                     AGENTHUB_ATTEMPTS, AGENTHUB_CACHE, GEN_AI_CLIENT_TOKEN_USAGE,
                     GEN_AI_CLIENT_OPERATION_DURATION, GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
                     GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK, LATEST, LATEST_USAGE_COUNTERS,
+                    LATEST_TOKEN_MODALITY, LATEST_USAGE_HISTOGRAMS,
                     DURATION_BUCKETS, TOKEN_BUCKETS, CAPTURE_ENV, OPT_IN_ENV, CAPTURE_MODES,
                     DETAILS_EVENT, SCOPE, operation_name, provider_name)  # noqa: F401
 from .hook import (GenAIHook, OpenTelemetryInstrumentor, _capture_mode, instrument, is_instrumented,

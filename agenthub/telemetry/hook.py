@@ -29,7 +29,8 @@ from .names import (AGENTHUB_ATTEMPTS, AGENTHUB_CACHE, AGENTHUB_ROUTE_CLIENT_TYP
                     GEN_AI_TOKEN_TYPE, GEN_AI_TOOL_DEFINITIONS,
                     GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
                     GEN_AI_USAGE_INPUT_TOKENS, GEN_AI_USAGE_OUTPUT_TOKENS,
-                    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, LATEST, LATEST_USAGE_COUNTERS, OPENAI_API_TYPE,
+                    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, LATEST, LATEST_TOKEN_MODALITY, LATEST_USAGE_COUNTERS,
+                    LATEST_USAGE_HISTOGRAMS, OPENAI_API_TYPE,
                     OPENAI_REQUEST_SERVICE_TIER, OPENAI_RESPONSE_SERVICE_TIER, OPT_IN_ENV,
                     SCOPE, SERVER_ADDRESS, SERVER_PORT, TOKEN_BUCKETS, operation_name, provider_name)
 
@@ -103,10 +104,13 @@ class _State(object):
             self.tokens = None
             self.counters = {key: meter.create_counter(value, unit="{token}", description="GenAI tokens.")
                              for key, value in LATEST_USAGE_COUNTERS.items()}
+            self.per_operation = {key: _histogram(meter, value, "{token}", "GenAI tokens of one operation.",
+                                                  TOKEN_BUCKETS) for key, value in LATEST_USAGE_HISTOGRAMS.items()}
         else:
             self.tokens = _histogram(meter, GEN_AI_CLIENT_TOKEN_USAGE, "{token}",
                                      "Number of input and output tokens used.", TOKEN_BUCKETS)
             self.counters = {}
+            self.per_operation = {}
         # per-event timing only where a meter records it: with the API's no-op meter a call pays nothing per event
         self.meter_live = _live_meter(meter_provider, metrics)
         self.metrics_api = metrics if meter_provider is None else None  # the global provider may be set later
@@ -518,10 +522,16 @@ def _record_usage(state: _State, usage: Mapping[str, Optional[int]], attrs: Dict
             if value is not None:
                 state.tokens.record(value, dict(attrs, **{GEN_AI_TOKEN_TYPE: kind}))
         return
+    # agenthub's counts are not broken down by modality: "unknown", as the conventions ask then
+    counted = dict(attrs, **{LATEST_TOKEN_MODALITY: "unknown"})
     for kind, counter in state.counters.items():
         value = usage.get(kind)
         if value is not None:
-            counter.add(value, dict(attrs))
+            counter.add(value, dict(counted))
+    for kind, histogram in state.per_operation.items():
+        value = usage.get(kind)
+        if value is not None:
+            histogram.record(value, dict(attrs))
 
 
 def _request_attributes(span: Any, call: Any, operation: str) -> None:

@@ -70,13 +70,20 @@ LATEST = {
     GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK: "gen_ai.client.inference.time_to_first_chunk",
     GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK: "gen_ai.client.inference.time_per_output_chunk",
 }
-#: latest: gen_ai.client.token.usage is replaced by one counter per count
+#: latest: gen_ai.client.token.usage is replaced by one counter per count, each with gen_ai.token.modality (a name
+#: newer than v1.41: not in opentelemetry-semantic-conventions) ...
 LATEST_USAGE_COUNTERS = {
     "input": "gen_ai.client.inference.usage.input_tokens",
     "output": "gen_ai.client.inference.usage.output_tokens",
     "cache_read": "gen_ai.client.inference.usage.cache_read.input_tokens",
     "cache_write": "gen_ai.client.inference.usage.cache_write.input_tokens",
     "reasoning": "gen_ai.client.inference.usage.reasoning.output_tokens",
+}
+LATEST_TOKEN_MODALITY = "gen_ai.token.modality"
+#: ... and by a histogram each for the input and output counts of one operation
+LATEST_USAGE_HISTOGRAMS = {
+    "input": "gen_ai.client.inference.operation.input_tokens",
+    "output": "gen_ai.client.inference.operation.output_tokens",
 }
 
 #: the conventions' ExplicitBucketBoundaries
