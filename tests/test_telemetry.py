@@ -1725,6 +1725,48 @@ def test_a_run_built_and_iterated_in_a_callers_span_holds_its_tools_list_span_to
     assert {s.context.trace_id for s in listings + [agent]} == {caller.span.context.trace_id}
 
 
+@needs_call_hooks
+@pytest.mark.skipif(not (_mcp_wired() and _runner_wired()), reason="the MCP client or the tool runner is not wired "
+                                                                   "to telemetry in this tree")
+def test_an_mcp_tool_a_run_calls_is_one_execute_tool_span_with_the_mcp_attributes(otel):
+    """The MCP conventions: "If the MCP instrumentation can reliably detect that outer GenAI instrumentation is
+    already tracing the tool execution, it SHOULD NOT create a separate span.  Instead, it SHOULD add MCP-specific
+    attributes to the existing tool execution span."  A run's call of an MCP tool was two execute_tool spans (the
+    run's and the MCP client's), so every such tool execution counted twice."""
+    import requests
+
+    from agenthub import AutoLLMClient, mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+    calls_echo = _read(FIXTURES, "chat_tool.sse").replace(b"get_weather", b"echo").replace(b"city", b"text")
+    fake = Subprocess([FAKE_HTTP, "modern"])
+    try:
+        with SSEServer() as server, mcp.connect(fake.url, timeout=10) as handle:
+            server.answers.extend([Answer([calls_echo]), Answer([_read(FIXTURES, "chat_cached.sse")])])
+            client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                                   max_retries=0)
+            result = client.run(ASK, tools=[handle]).result()
+        seen = requests.get(fake.base + "/log", timeout=5).json()
+    finally:
+        fake.stop()
+    assert result.stop == "done"
+    (sent,) = [r["body"] for r in seen if (r.get("body") or {}).get("method") == "tools/call"]
+    spans = otel.exporter.get_finished_spans()
+    assert [s.name for s in spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"] == ["execute_tool echo"]
+    (tool,) = [s for s in spans if s.name == "execute_tool echo"]
+    (run,) = [s for s in spans if s.name == "invoke_agent"]
+    assert tool.parent.span_id == run.context.span_id and tool.kind.name == "INTERNAL"
+    assert dict(tool.attributes) == {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo", "gen_ai.tool.call.id": "call_tel1",
+        "gen_ai.tool.type": "extension", "mcp.method.name": "tools/call", "mcp.protocol.version": "2026-07-28",
+        "jsonrpc.request.id": str(sent["id"]), "server.address": "127.0.0.1", "server.port": fake.port,
+        "network.transport": "tcp", "network.protocol.name": "http"}
+    assert sent["params"]["_meta"]["traceparent"] == "00-{:032x}-{:016x}-{:02x}".format(
+        tool.context.trace_id, tool.context.span_id, int(tool.context.trace_flags))
+
+
 def test_an_sdk_configured_globally_after_instrument_is_used():
     _sdk()  # skips without the SDK
     code = r"""

@@ -232,6 +232,50 @@ def tool_span(name: str, call_id: Optional[str] = None, tool_type: str = "functi
     return _NOOP if span is None else _Span(state, span, state.span_content)
 
 
+#: the execute_tool spans of provider tools (an MCP server's) while they run, by the id of their OpenTelemetry span:
+#: an MCP ``tools/call`` made under one adds its attributes to it instead of a span of its own (``mcp_span``)
+_PROVIDER_TOOLS = {}  # type: Dict[int, _Span]
+
+
+class _Merged(object):
+    """An MCP ``tools/call``'s handle on the run's execute_tool span it runs under (the MCP conventions: no second
+    span for a tool execution already traced; its MCP attributes go on that span).  It never ends that span: the
+    run's ``with`` does, and records the tool's arguments and result."""
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle: _Span) -> None:
+        self._handle = handle
+
+    @property
+    def recording(self) -> bool:
+        return self._handle.recording
+
+    def __enter__(self) -> "_Merged":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        return None
+
+    def set_attribute(self, name: str, value: Any) -> None:
+        self._handle.set_attribute(name, value)
+
+    def set_error(self, error: Any) -> None:
+        self._handle.set_error(error)
+
+    def set_arguments(self, arguments: Any) -> None:
+        pass
+
+    def set_result(self, result: Any) -> None:
+        pass
+
+    def end(self, error: Any = None) -> None:
+        pass
+
+    def activate(self) -> "_Noop":
+        return _NOOP
+
+
 class RunSpans(object):
     """The tool runner's spans as a ToolHook (agenthub.agent.hooks; by its methods: telemetry imports nothing
     of the agent wing): an ``invoke_agent`` span per run, current while each turn's request goes out (the
@@ -280,11 +324,17 @@ class RunSpans(object):
         with tool_span(call["name"], call.get("tool_call_id"), "extension" if kind == "provider" else "function",
                        parent=parent) as span:
             span.set_arguments(call.get("arguments"))
+            key = id(span.span) if kind == "provider" and isinstance(span, _Span) else None
+            if key is not None:  # an MCP tools/call under it adds its attributes to it (mcp_span)
+                _PROVIDER_TOOLS[key] = span
             try:
                 item = proceed()
             except BaseException as exc:
                 span.set_error(exc)
                 raise
+            finally:
+                if key is not None:
+                    _PROVIDER_TOOLS.pop(key, None)
             span.set_result(item)
             return item
 
@@ -301,7 +351,8 @@ def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Op
     and ``gen_ai.tool.name``.  ``server``: the URL (server.address/port) or None (stdio: network.transport
     ``pipe``).  ``resource_uri``: the request's resource URI (``resources/read``: ``mcp.resource.uri``, its
     user part and query values ``***``).  Inside its ``with``, ``inject_meta`` puts its trace context in the
-    request's ``_meta``."""
+    request's ``_meta``.  A ``tools/call`` made under a run's execute_tool span of a provider tool is no span of
+    its own: its attributes go on that span (the MCP conventions, for a tool execution already traced)."""
     state = _hook._state
     if state is None:
         return _NOOP
@@ -331,6 +382,14 @@ def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Op
             attributes[SERVER_ADDRESS] = url_host(server)
     elif transport:
         attributes["network.transport"] = transport
+    if method == "tools/call" and _PROVIDER_TOOLS:  # under a run's execute_tool span: its attributes go there
+        current = state.trace.get_current_span()
+        tool = _PROVIDER_TOOLS.get(id(current))
+        if tool is not None and tool.span is current:
+            for key, value in attributes.items():
+                if key not in (GEN_AI_OPERATION_NAME, GEN_AI_TOOL_NAME):  # (the run's tool span says its own)
+                    tool.set_attribute(key, value)
+            return _Merged(tool)
     name = "{} {}".format(method, target) if target and method in ("tools/call", "prompts/get") else method
     span = _started(state, name, kind=state.kind_client, attributes=attributes)
     return _NOOP if span is None else _Span(state, span, state.span_content)
