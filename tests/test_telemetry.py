@@ -1006,6 +1006,9 @@ def test_failover_is_one_span_covering_every_route(otel):
     assert span.attributes["gen_ai.provider.name"] == "anthropic"
     assert span.attributes["agenthub.attempts"] == 2
     assert "error.type" not in span.attributes
+    # the server of the route that answered (both servers are 127.0.0.1: the port tells them apart)
+    assert (span.attributes["server.address"], span.attributes["server.port"]) == (
+        "127.0.0.1", int(up.url.rsplit(":", 1)[1]))
 
 
 @needs_call_hooks

@@ -288,15 +288,17 @@ def _server(call: Any, route: Optional[Mapping[str, Any]]) -> Tuple[Optional[str
 
 def _answering_server(call: Any, route: Optional[Mapping[str, Any]],
                       servers: Optional[Mapping[Any, Tuple[str, int]]] = None) -> Optional[Tuple[str, Optional[int]]]:
-    """(address, port) of the route that answered: the loop's ``server`` when it is that route's, else the server
-    its own attempts went to (``servers``, by route: a fallback's), else the route's host alone."""
-    server = getattr(call, "server", None)
+    """(address, port) of the route that answered: the server its own attempts went to (``servers``, by route: a
+    fallback's), else the loop's ``server`` when it is that route's (its address, and its port where the route
+    names one: two routes may share an address), else the route's host alone."""
     host, port = _route_server((route or {}).get("host"))
-    if isinstance(server, tuple) and len(server) == 2 and (not host or server[0] == host):
-        return server[0], server[1]
     server = (servers or {}).get(_route_key(route)) if route else None
-    if server is not None and (not host or server[0] == host):
+    if server is not None:
         return server
+    server = getattr(call, "server", None)
+    if isinstance(server, tuple) and len(server) == 2 and (not host or (
+            server[0] == host and (port is None or server[1] == port))):
+        return server[0], server[1]
     if host:
         return host, port
     return None
