@@ -1319,6 +1319,40 @@ def test_serve_continues_the_incoming_traceparent(otel):
     assert fresh.parent is None and format(fresh.context.trace_id, "032x") != trace_id
 
 
+def test_a_raising_propagator_breaks_no_served_request(otel, caplog):
+    """docs/telemetry.md: a propagator that raises is logged at DEBUG and the work goes on.  inject_meta kept that
+    promise; continue_trace (each request agenthub serve answers) raised the propagator's error into the request."""
+    import logging
+
+    from opentelemetry import propagate
+    from opentelemetry.propagators.textmap import TextMapPropagator
+
+    class Raising(TextMapPropagator):
+        def extract(self, carrier, context=None, getter=None):
+            raise RuntimeError("propagator bug")
+
+        def inject(self, carrier, context=None, setter=None):
+            raise RuntimeError("propagator bug")
+
+        @property
+        def fields(self):
+            return {"traceparent"}
+
+    caplog.set_level(logging.DEBUG, logger="agenthub")
+    before = propagate.get_global_textmap()
+    propagate.set_global_textmap(Raising())
+    try:
+        otel.start()
+        handle = telemetry.continue_trace({"HTTP_TRACEPARENT": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+        with handle:
+            pass
+        assert telemetry.inject_meta({"k": 1}) == {"k": 1}
+    finally:
+        propagate.set_global_textmap(before)
+    assert handle is telemetry._NOOP
+    assert "agenthub telemetry: the incoming trace context was not read" in caplog.text
+
+
 # -- jobs.run: a span per row under the job's span ---------------------------------------------------------------------
 
 

@@ -456,7 +456,12 @@ def continue_trace(headers: Optional[Mapping[str, Any]]) -> Any:
             carrier[name] = value
     if "traceparent" not in carrier:
         return _NOOP
-    return _Continued(state, state.propagate.extract(carrier))
+    try:
+        context = state.propagate.extract(carrier)
+    except Exception:  # a propagator that raises: the request goes on in a trace of its own
+        logger.debug("agenthub telemetry: the incoming trace context was not read", exc_info=True)
+        return _NOOP
+    return _Continued(state, context)
 
 
 def inject_meta(meta: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
