@@ -579,6 +579,13 @@ def test_a_tool_calls_structured_arguments_are_bounded_too(otel):
     assert json.loads(chat.attributes["gen_ai.output.messages"])[0]["parts"][0]["arguments"] == shaped
     assert json.loads(run.attributes["gen_ai.tool.call.arguments"]) == shaped
     assert arguments["lines"][0] == huge  # (the caller's value itself is not changed)
+    # and a tool definition's texts (a description, a schema's), sent with every turn
+    tool = {"name": "write", "description": huge, "parameters": {"type": "object", "properties": {
+        "body": {"type": "string", "description": huge}}}}
+    drive(fake_call(config={"tools": [tool]}))
+    (defined,) = json.loads(otel.exporter.get_finished_spans()[-1].attributes["gen_ai.tool.definitions"])
+    assert defined == {"type": "function", "name": "write", "description": cut, "parameters": {
+        "type": "object", "properties": {"body": {"type": "string", "description": cut}}}}
 
 
 # -- tool, agent and MCP spans ---------------------------------------------------------------------------------------

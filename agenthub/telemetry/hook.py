@@ -781,8 +781,8 @@ def _content_attributes(call: Any, answer: Optional[Mapping[str, Any]], reason: 
     tools = config.get("tools")
     if tools:
         content[GEN_AI_TOOL_DEFINITIONS] = _dumps([
-            {"type": "function", "name": tool.get("name", ""), "description": tool.get("description"),
-             "parameters": tool.get("parameters")} for tool in tools if isinstance(tool, Mapping)])
+            {"type": "function", "name": tool.get("name", ""), "description": _bounded(tool.get("description")),
+             "parameters": _bounded(tool.get("parameters"))} for tool in tools if isinstance(tool, Mapping)])
     if answer is not None:
         parts, _ = _parts(answer.get("content_items"))
         message = {"role": "assistant", "parts": parts}  # type: Dict[str, Any]
