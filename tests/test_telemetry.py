@@ -1570,6 +1570,43 @@ def test_a_tool_run_is_an_agent_span_over_its_calls_and_tools(otel):
     assert "Paris" not in json.dumps([dict(s.attributes) for s in spans])  # arguments only with capture
 
 
+@needs_call_hooks
+@pytest.mark.skipif(not _runner_wired(), reason="the tool runner is not wired to telemetry in this tree")
+def test_a_tool_the_run_stopped_waiting_for_ends_its_span_as_a_timeout(otel):
+    """A tool past its timeout: the run answers the model with a TimeoutError result and goes on, while Python
+    cannot stop the tool's thread.  Its execute_tool span ended only when the function returned: one that never
+    returns was never exported, and the trace said nothing of the timeout."""
+    from agenthub import AutoLLMClient, tool
+    from sse_server import Answer, SSEServer
+
+    release = threading.Event()
+
+    @tool(timeout=0.05)
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        release.wait(10)
+        return "late"
+
+    otel.start()
+    try:
+        with SSEServer() as server:
+            server.answers.extend([Answer([_read(FIXTURES, "chat_tool.sse")]),
+                                   Answer([_read(FIXTURES, "chat_cached.sse")])])
+            client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                                   max_retries=0)
+            result = client.run(ASK, tools=[get_weather]).result()
+        assert result.stop == "done"
+        (span,) = [s for s in otel.exporter.get_finished_spans() if s.name == "execute_tool get_weather"]
+        assert span.attributes["error.type"] == "timeout" and span.status.status_code.name == "ERROR"
+    finally:
+        release.set()
+    for thread in threading.enumerate():  # the timed-out tool's thread ran on; released, it ends
+        if thread.name.startswith("agenthub-tool-"):
+            thread.join(5)
+    (span,) = [s for s in otel.exporter.get_finished_spans() if s.name == "execute_tool get_weather"]
+    assert span.attributes["error.type"] == "timeout"  # (its late return changes nothing of it)
+
+
 # -- MCP: a CLIENT span per request, its trace context in params._meta, both eras -------------------------------------
 
 

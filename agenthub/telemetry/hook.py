@@ -344,6 +344,10 @@ class GenAIHook(AttemptHook):
         if run_spans is not None:
             run_spans.on_run_start(run)
 
+    def on_results(self, run: Any, message: Any) -> None:
+        if run_spans is not None:
+            run_spans.on_results(run, message)
+
     def on_run_end(self, run: Any, error: Any) -> None:
         if run_spans is not None:
             run_spans.on_run_end(run, error)

@@ -118,16 +118,19 @@ class _Span(object):
 
     @_guarded
     def set_attribute(self, name: str, value: Any) -> None:
-        self.span.set_attribute(name, value)
+        if not self._ended:  # (a tool the run stopped waiting for returns late: its span said so already)
+            self.span.set_attribute(name, value)
 
     @_guarded
     def set_arguments(self, arguments: Any) -> None:
-        if self._content:
+        if self._content and not self._ended:
             self.span.set_attribute(GEN_AI_TOOL_CALL_ARGUMENTS, _dumps(_bounded(arguments)))
 
     @_guarded
     def set_result(self, result: Any) -> None:
         """The tool's result (a ToolResultItem or any JSON value); ``is_error`` True sets error.type."""
+        if self._ended:
+            return
         if isinstance(result, Mapping) and result.get("is_error"):
             self.set_error("tool_error")
         if self._content:
@@ -145,6 +148,8 @@ class _Span(object):
     @_guarded
     def set_error(self, error: Any) -> None:
         """error.type: a string as given (a JSON-RPC code, ``tool_error``) or an exception's class name."""
+        if self._ended:
+            return
         kind = error if isinstance(error, str) else type(error).__name__
         self._failed = True
         self.span.set_attribute(ERROR_TYPE, kind)
@@ -154,9 +159,9 @@ class _Span(object):
     def end(self, error: Any = None) -> None:
         if self._ended:
             return
-        self._ended = True
         if error is not None and not self._failed:  # (a JSON-RPC code set before the MCPError left the block)
             self.set_error(error)
+        self._ended = True
         self.span.end()
 
 
@@ -285,6 +290,7 @@ class RunSpans(object):
 
     def __init__(self) -> None:
         self._runs = {}  # type: Dict[int, Any]  # id(run) -> its invoke_agent span, while the run goes on
+        self._tools = {}  # type: Dict[int, Dict[int, _Span]]  # id(run) -> its execute_tool spans still open
 
     def on_run_start(self, run: Any) -> None:
         try:
@@ -301,7 +307,18 @@ class RunSpans(object):
         if isinstance(span, _Span):
             self._runs[id(run)] = span
 
+    def on_results(self, run: Any, message: Any) -> None:
+        """Every call of the turn is answered: a tool span still open is a call the run stopped waiting for (its
+        timeout: the thread runs on, Python cannot stop it), ended now as the timeout it was to the run."""
+        running = self._tools.get(id(run))
+        for span in list(running.values()) if running else ():
+            try:
+                span.end("timeout")
+            except Exception:
+                _hook.logger.debug("agenthub telemetry: a tool span was not ended", exc_info=True)
+
     def on_run_end(self, run: Any, error: Any) -> None:
+        self._tools.pop(id(run), None)
         span = self._runs.pop(id(run), None)
         if span is not None:
             try:
@@ -324,9 +341,11 @@ class RunSpans(object):
         with tool_span(call["name"], call.get("tool_call_id"), "extension" if kind == "provider" else "function",
                        parent=parent) as span:
             span.set_arguments(call.get("arguments"))
-            key = id(span.span) if kind == "provider" and isinstance(span, _Span) else None
-            if key is not None:  # an MCP tools/call under it adds its attributes to it (mcp_span)
-                _PROVIDER_TOOLS[key] = span
+            key = id(span.span) if isinstance(span, _Span) else None
+            if key is not None:
+                self._tools.setdefault(id(run), {})[key] = span  # (ended at on_results if the run stops waiting)
+                if kind == "provider":  # an MCP tools/call under it adds its attributes to it (mcp_span)
+                    _PROVIDER_TOOLS[key] = span
             try:
                 item = proceed()
             except BaseException as exc:
@@ -335,6 +354,7 @@ class RunSpans(object):
             finally:
                 if key is not None:
                     _PROVIDER_TOOLS.pop(key, None)
+                    self._tools.get(id(run), {}).pop(key, None)
             span.set_result(item)
             return item
 
