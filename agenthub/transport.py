@@ -26,6 +26,7 @@ one would carry the key's headers to wherever the redirect points.
 """
 
 import base64
+import contextlib
 import itertools
 import json
 import logging
@@ -49,7 +50,8 @@ from .answers import body_text, error_from_body as _default_error_from_body, is_
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
 from .types import HttpRequest
 
-__all__ = ["open_stream", "open_raw", "RawBody", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch"]
+__all__ = ["open_stream", "open_raw", "RawBody", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch",
+           "watch_pools", "watching"]
 
 #: connections kept per host by the session agenthub makes (a thread pool of this size reuses them)
 POOL_MAXSIZE = 32
@@ -146,6 +148,28 @@ class _WatchedHTTPSPool(_WatchedPoolMixin, HTTPSConnectionPool):
 
 
 _WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
+def watch_pools(session: requests.Session) -> requests.Session:
+    """``session`` with the connections of its plain HTTPAdapters watched as ``new_session``'s are (for a library's
+    own session: the adapters keep their type, so a library that checks it still sees its own)."""
+    for adapter in list(getattr(session, "adapters", {}).values()):
+        if type(adapter) is requests.adapters.HTTPAdapter:
+            adapter.poolmanager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+    return session
+
+
+@contextlib.contextmanager
+def watching(watch: Any) -> Iterator[None]:
+    """Requests sent by this thread meanwhile through watched pools are told to ``watch`` (``stop`` interrupts
+    them); whatever is still attached is let go at the end (a request that failed left its connection attached)."""
+    previous = getattr(_local, "watch", None)
+    _local.watch = watch
+    try:
+        yield
+    finally:
+        _local.watch = previous
+        watch.detach(None)
 
 
 class _WatchedAdapter(requests.adapters.HTTPAdapter):
