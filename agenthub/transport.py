@@ -51,7 +51,7 @@ from .errors import AgentHubError, StreamProtocolError, TransportError, preview
 from .types import HttpRequest
 
 __all__ = ["open_stream", "open_raw", "RawBody", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch",
-           "watch_pools", "watching"]
+           "watch_pools", "watching", "current_watch"]
 
 #: connections kept per host by the session agenthub makes (a thread pool of this size reuses them)
 POOL_MAXSIZE = 32
@@ -160,16 +160,23 @@ def watch_pools(session: requests.Session) -> requests.Session:
 
 
 @contextlib.contextmanager
-def watching(watch: Any) -> Iterator[None]:
+def watching(watch: Any, release: bool = True) -> Iterator[None]:
     """Requests sent by this thread meanwhile through watched pools are told to ``watch`` (``stop`` interrupts
-    them); whatever is still attached is let go at the end (a request that failed left its connection attached)."""
+    them); with ``release``, whatever is still attached is let go at the end (a request that failed left its
+    connection attached).  ``current_watch()`` meanwhile is ``watch``: a call's, while its credential is taken."""
     previous = getattr(_local, "watch", None)
     _local.watch = watch
     try:
         yield
     finally:
         _local.watch = previous
-        watch.detach(None)
+        if release:
+            watch.detach(None)
+
+
+def current_watch() -> Any:
+    """The watch this thread's requests are told to now (``watching``), or None."""
+    return getattr(_local, "watch", None)
 
 
 class _WatchedAdapter(requests.adapters.HTTPAdapter):
@@ -198,7 +205,7 @@ class Watch(object):
     down a socket there (the socket is the parent's too).
     """
 
-    __slots__ = ("reason", "pid", "_lock", "_target", "_wake", "_chasing", "__weakref__")
+    __slots__ = ("reason", "pid", "_lock", "_target", "_wake", "_chasing", "_linked", "__weakref__")
 
     def __init__(self) -> None:
         self.reason = None  # type: Optional[str]  # None, "abort", "deadline" or "fork"
@@ -208,6 +215,7 @@ class Watch(object):
         self._target = None  # type: Any
         self._wake = threading.Event()
         self._chasing = False
+        self._linked = []  # type: List[Any]  # watches stopped with this one (``link``)
         _WATCHES.add(self)
 
     def _forked(self) -> None:
@@ -238,6 +246,23 @@ class Watch(object):
             self._wake.set()
             if self._target is not None:
                 self._interrupt()
+            linked = list(self._linked)
+        for watch in linked:
+            watch.stop(self.reason)
+
+    def link(self, watch: Any) -> None:
+        """``watch`` is stopped with this one until ``unlink`` (at once when this one is stopped already): a part
+        of the call with a switch of its own (a credential's refresh, bounded by its own deadline too)."""
+        with self._lock:
+            self._linked.append(watch)
+            reason = self.reason
+        if reason is not None:
+            watch.stop(reason)
+
+    def unlink(self, watch: Any) -> None:
+        with self._lock:
+            if watch in self._linked:
+                self._linked.remove(watch)
 
     def _interrupt(self) -> None:
         if self.pid != os.getpid():  # pragma: no cover - _forked dropped the target already

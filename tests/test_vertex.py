@@ -566,6 +566,35 @@ def test_a_token_endpoint_trickling_its_answer_is_cut_at_the_token_timeout(servi
     assert token() == "ya29.local-2"
 
 
+@within(20)
+@pytest.mark.parametrize("stop", ["deadline", "abort"])
+def test_a_calls_deadline_or_abort_stops_a_token_refresh_trickling_in(service_account, stop):
+    # the refresh has 30 s of its own (TOKEN_TIMEOUT); the call's total deadline, or its abort, ends it sooner
+    from agenthub.attempts import Timeout
+
+    service_account.trickle = 0.3
+    with SSEServer() as server:
+        client = AutoLLMClient("gemini-3.5-flash", base_url=server.url, client_type="vertex", max_retries=0,
+                               timeout=Timeout(total=1.0) if stop == "deadline" else None)
+        stream = client.streaming_response(USER)
+        timer = threading.Timer(0.5, stream.abort)
+        if stop == "abort":
+            timer.start()
+        try:
+            with pytest.raises(TransportError) as info:
+                list(stream)
+        finally:
+            timer.cancel()
+            if stop == "abort":
+                timer.join()
+    assert server.requests == []
+    assert (info.value.deadline, info.value.aborted, info.value.retryable) == (stop == "deadline", stop == "abort",
+                                                                              False)
+    assert str(info.value) == ("vertex: the total deadline of 1.0s was exceeded" if stop == "deadline"
+                               else "vertex: the stream was aborted by the caller")
+    assert str(info.value.__cause__) == "Vertex AI: the token's refresh was stopped with the call"
+
+
 def _answer(data, parts=4):
     size = len(data) // parts + 5
     return Answer([data[i:i + size] for i in range(0, len(data), size)])

@@ -187,14 +187,17 @@ class GoogleToken(object):
             self.credentials.refresh(request)
         except Exception as exc:
             if request.stopped():
-                # the refresh's deadline (its answer trickled, say: each read within the read timeout); the error
-                # under it (a broken read, or a short answer google-auth could not read) is the cut, not chained
+                # the refresh's deadline (its answer trickled, say: each read within the read timeout), or the call
+                # it is for was stopped; the error under it (a broken read, or a short answer google-auth could not
+                # read) is the cut, not chained
                 raise TransportError("Vertex AI: the Google token endpoint did not answer within {:g} s "
-                                     "(TOKEN_TIMEOUT)".format(request.seconds), client="vertex",
-                                     timeout=True) from None
+                                     "(TOKEN_TIMEOUT)".format(request.seconds) if request.timed_out()
+                                     else "Vertex AI: the token's refresh was stopped with the call",
+                                     client="vertex", timeout=request.timed_out()) from None
             _refresh_failed(google_auth, exc)
         finally:
             timer.cancel()
+            request.end()
         self.refreshes += 1
 
 
@@ -229,19 +232,34 @@ class _TimedRequest(object):
         self._request = request
         watch_pools(request.session)
         self.watch = None  # type: Any
+        self._call = None  # type: Any  # the watch of the call the refresh is for
         self.seconds = TOKEN_TIMEOUT
         self._deadline = 0.0
 
     def begin(self, seconds: float) -> Any:
-        """A refresh begins: its deadline is ``seconds`` away; the timer returned must be cancelled after it."""
-        from ..transport import Watch  # (HTTP's one stop switch: the layering's one arrow up, KNOWN_ARROWS_UP)
+        """A refresh begins: its deadline is ``seconds`` away, and it is stopped with the call it is for (the
+        abort, the call's deadline: the watch the call's credential is taken under); the timer returned must be
+        cancelled, and ``end`` called, after it."""
+        from ..transport import Watch, current_watch  # (HTTP's stop switch: the layering's one arrow up)
 
         self.watch, self.seconds = Watch(), seconds
         self._deadline = time.monotonic() + seconds
+        self._call = current_watch()
+        if self._call is not None:
+            self._call.link(self.watch)
         timer = threading.Timer(seconds, self.watch.stop, ("deadline",))
         timer.daemon = True
         timer.start()
         return timer
+
+    def end(self) -> None:
+        if self._call is not None:
+            self._call.unlink(self.watch)
+            self._call = None
+
+    def timed_out(self) -> bool:
+        """Whether the refresh's own deadline has passed."""
+        return self.watch is not None and time.monotonic() >= self._deadline
 
     def stopped(self) -> bool:
         """Whether the refresh's deadline has passed."""
