@@ -223,6 +223,7 @@ class Watch(object):
         self._lock = threading.RLock()
         self._target = None  # the parent's connection: never shut down from here
         self._chasing = False
+        self._linked = []
         if self.reason is None:
             self.reason = "fork"
         self._wake = threading.Event()
