@@ -262,7 +262,7 @@ class _TimedRequest(object):
         return self.watch is not None and time.monotonic() >= self._deadline
 
     def stopped(self) -> bool:
-        """Whether the refresh's deadline has passed."""
+        """Whether the refresh was stopped: its own deadline passed, or the call it is for was stopped."""
         return self.watch is not None and (self.watch.reason is not None or time.monotonic() >= self._deadline)
 
     def __call__(self, url: str, method: str = "GET", body: Any = None, headers: Any = None,
