@@ -961,7 +961,11 @@ class AutoLLMClient(object):
             return transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
                                          error_from_body=protocol.error_from_body, is_stream=starts_stream)
 
-        return run_attempts(call, watch, encode=lambda request: host.encode(request, endpoint), connect=connect,
+        def encode(request: Any) -> Any:  # (a credential refreshed meanwhile is stopped with the call: its watch)
+            with transport.watching(watch, release=False):
+                return host.encode(request, endpoint)
+
+        return run_attempts(call, watch, encode=encode, connect=connect,
                             read=read, hooks=attempt_loop.hooks_for(self._hooks) if hooks is None else hooks,
                             max_retries=self.max_retries, timeout=Timeout.of(self.timeout), deadline=deadline,
                             secrets=self._secrets, explain=self._explain, advise=self._advise, resumes=resumes,

@@ -26,6 +26,7 @@ one would carry the key's headers to wherever the redirect points.
 """
 
 import base64
+import contextlib
 import itertools
 import json
 import logging
@@ -49,7 +50,8 @@ from .answers import body_text, error_from_body as _default_error_from_body, is_
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
 from .types import HttpRequest
 
-__all__ = ["open_stream", "open_raw", "RawBody", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch"]
+__all__ = ["open_stream", "open_raw", "RawBody", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch",
+           "watch_pools", "watching", "current_watch"]
 
 #: connections kept per host by the session agenthub makes (a thread pool of this size reuses them)
 POOL_MAXSIZE = 32
@@ -148,6 +150,35 @@ class _WatchedHTTPSPool(_WatchedPoolMixin, HTTPSConnectionPool):
 _WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
 
 
+def watch_pools(session: requests.Session) -> requests.Session:
+    """``session`` with the connections of its plain HTTPAdapters watched as ``new_session``'s are (for a library's
+    own session: the adapters keep their type, so a library that checks it still sees its own)."""
+    for adapter in list(getattr(session, "adapters", {}).values()):
+        if type(adapter) is requests.adapters.HTTPAdapter:
+            adapter.poolmanager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+    return session
+
+
+@contextlib.contextmanager
+def watching(watch: Any, release: bool = True) -> Iterator[None]:
+    """Requests sent by this thread meanwhile through watched pools are told to ``watch`` (``stop`` interrupts
+    them); with ``release``, whatever is still attached is let go at the end (a request that failed left its
+    connection attached).  ``current_watch()`` meanwhile is ``watch``: a call's, while its credential is taken."""
+    previous = getattr(_local, "watch", None)
+    _local.watch = watch
+    try:
+        yield
+    finally:
+        _local.watch = previous
+        if release:
+            watch.detach(None)
+
+
+def current_watch() -> Any:
+    """The watch this thread's requests are told to now (``watching``), or None."""
+    return getattr(_local, "watch", None)
+
+
 class _WatchedAdapter(requests.adapters.HTTPAdapter):
     def init_poolmanager(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         super(_WatchedAdapter, self).init_poolmanager(*args, **kwargs)
@@ -174,7 +205,7 @@ class Watch(object):
     down a socket there (the socket is the parent's too).
     """
 
-    __slots__ = ("reason", "pid", "_lock", "_target", "_wake", "_chasing", "__weakref__")
+    __slots__ = ("reason", "pid", "_lock", "_target", "_wake", "_chasing", "_linked", "__weakref__")
 
     def __init__(self) -> None:
         self.reason = None  # type: Optional[str]  # None, "abort", "deadline" or "fork"
@@ -184,6 +215,7 @@ class Watch(object):
         self._target = None  # type: Any
         self._wake = threading.Event()
         self._chasing = False
+        self._linked = []  # type: List[Any]  # watches stopped with this one (``link``)
         _WATCHES.add(self)
 
     def _forked(self) -> None:
@@ -191,6 +223,7 @@ class Watch(object):
         self._lock = threading.RLock()
         self._target = None  # the parent's connection: never shut down from here
         self._chasing = False
+        self._linked = []
         if self.reason is None:
             self.reason = "fork"
         self._wake = threading.Event()
@@ -214,6 +247,23 @@ class Watch(object):
             self._wake.set()
             if self._target is not None:
                 self._interrupt()
+            linked = list(self._linked)
+        for watch in linked:
+            watch.stop(self.reason)
+
+    def link(self, watch: Any) -> None:
+        """``watch`` is stopped with this one until ``unlink`` (at once when this one is stopped already): a part
+        of the call with a switch of its own (a credential's refresh, bounded by its own deadline too)."""
+        with self._lock:
+            self._linked.append(watch)
+            reason = self.reason
+        if reason is not None:
+            watch.stop(reason)
+
+    def unlink(self, watch: Any) -> None:
+        with self._lock:
+            if watch in self._linked:
+                self._linked.remove(watch)
 
     def _interrupt(self) -> None:
         if self.pid != os.getpid():  # pragma: no cover - _forked dropped the target already

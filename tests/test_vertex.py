@@ -33,6 +33,7 @@ from agenthub.registry import resolve
 from agenthub.stream import check_stream
 from agenthub.validate import check_config
 from conftest import run_parser, splits, strip_ids, summarize
+from faultserver import within
 from sse_server import Answer, SSEServer, close_server, track_connections
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -311,6 +312,8 @@ class TokenEndpoint(object):
         self.grants = []
         self.failures = []
         self.refuse = False
+        self.trickle = 0.0  # seconds between the answer's bytes (0: written at once)
+        self.closed = threading.Event()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -328,7 +331,14 @@ class TokenEndpoint(object):
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if not outer.trickle:
+                    self.wfile.write(data)
+                    return
+                for index in range(len(data)):  # a byte at a time: every read well within any read timeout
+                    if outer.closed.wait(outer.trickle):
+                        return
+                    self.wfile.write(data[index:index + 1])
+                    self.wfile.flush()
 
             def log_message(self, *args):
                 pass
@@ -359,6 +369,7 @@ class TokenEndpoint(object):
                      "token_type": "Bearer"}
 
     def close(self):
+        self.closed.set()
         close_server(self.server, self._connections)
 
 
@@ -537,6 +548,47 @@ def test_an_unreachable_token_endpoint_is_a_transport_error(service_account, tmp
     assert server.requests == []
 
 
+@within(20)
+def test_a_token_endpoint_trickling_its_answer_is_cut_at_the_token_timeout(service_account, monkeypatch):
+    # each byte comes well within the read timeout, so only a deadline for the whole refresh ends it (the answer,
+    # about 110 bytes at 0.3 s each, would take 33 s)
+    from agenthub.hosts import gcp
+
+    monkeypatch.setattr(gcp, "TOKEN_TIMEOUT", 1.0)
+    service_account.trickle = 0.3
+    token = gcp.service_account_file(service_account.path)
+    with pytest.raises(TransportError) as info:
+        token()
+    assert str(info.value) == "Vertex AI: the Google token endpoint did not answer within 1 s (TOKEN_TIMEOUT)"
+    assert (info.value.client, info.value.timeout, info.value.retryable) == ("vertex", True, True)
+    assert len(service_account.grants) == 1 and token.refreshes == 0
+    service_account.trickle = 0.0  # the next refresh starts a deadline of its own
+    assert token() == "ya29.local-2"
+
+
+@within(20)
+@pytest.mark.parametrize("stop", ["deadline", "abort"])
+def test_a_calls_deadline_or_abort_stops_a_token_refresh_trickling_in(service_account, stop):
+    # the refresh has 30 s of its own (TOKEN_TIMEOUT); the call's total deadline, or its abort, ends it sooner
+    from agenthub.attempts import Timeout
+
+    service_account.trickle = 0.3
+    with SSEServer() as server:
+        client = AutoLLMClient("gemini-3.5-flash", base_url=server.url, client_type="vertex", max_retries=0,
+                               timeout=Timeout(total=1.0) if stop == "deadline" else None)
+        stream = client.streaming_response(USER)
+        if stop == "abort":
+            threading.Timer(0.5, stream.abort).start()  # (it has fired when the stream ends: the abort ends it)
+        with pytest.raises(TransportError) as info:
+            list(stream)
+    assert server.requests == []
+    assert (info.value.deadline, info.value.aborted, info.value.retryable) == (stop == "deadline", stop == "abort",
+                                                                              False)
+    assert str(info.value) == ("vertex: the total deadline of 1.0s was exceeded" if stop == "deadline"
+                               else "vertex: the stream was aborted by the caller")
+    assert str(info.value.__cause__) == "Vertex AI: the token's refresh was stopped with the call"
+
+
 def _answer(data, parts=4):
     size = len(data) // parts + 5
     return Answer([data[i:i + size] for i in range(0, len(data), size)])
@@ -671,7 +723,7 @@ def test_a_quota_project_in_the_credentials_is_sent():
             self.token = "ya29.user"
 
     token = gcp.GoogleToken(UserCredentials(), PROJECT)
-    token._request = object()  # refresh() above never uses it
+    token._request = gcp._TimedRequest(type("Unused", (), {"session": None})())  # refresh() above never uses it
     sent = encoded("gemini-3.5-flash", api_key=token)
     assert (sent.headers["Authorization"], sent.headers["x-goog-user-project"]) == ("Bearer ya29.user", "billing-proj-9")
     assert "x-goog-user-project" not in encoded("gemini-3.5-flash").headers

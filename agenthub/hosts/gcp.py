@@ -21,6 +21,7 @@ module and without google-auth.
 import datetime
 import os
 import threading
+import time
 from typing import Any, Optional, Tuple
 
 from .._forks import renew_lock_after_fork
@@ -35,7 +36,7 @@ SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 EXTRA = "pip install '.[vertex]' from agenthub's checkout"
 #: a token is renewed when it expires within this many seconds (google-auth itself waits until 3m45s)
 REFRESH_MARGIN = 300.0
-#: seconds allowed for one call to the token endpoint
+#: seconds allowed for one refresh of the token, all told (connecting, the answer, google-auth's own retries)
 TOKEN_TIMEOUT = 30.0
 
 
@@ -179,34 +180,108 @@ class GoogleToken(object):
         if self._request is None:
             import google.auth.transport.requests as transport
 
-            self._request = _TimedRequest(transport.Request(), TOKEN_TIMEOUT)
+            self._request = _TimedRequest(transport.Request())
+        request = self._request
+        timer = request.begin(TOKEN_TIMEOUT)
         try:
-            self.credentials.refresh(self._request)
-        except google_auth.exceptions.TransportError as exc:
-            raise TransportError("Vertex AI: cannot reach the Google token endpoint: {}".format(
-                preview(str(exc), 300)), client="vertex") from exc
-        except google_auth.exceptions.RefreshError as exc:
-            raise AuthenticationError(
-                "Vertex AI: the Google token endpoint refused the credentials: {}".format(preview(str(exc), 300)),
-                client="vertex", error_type="refresh_error",
-                retryable=bool(getattr(exc, "retryable", False))) from exc
-        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
-            # a 200 answer google-auth cannot read (not an object, an expiry that is not a number of seconds):
-            # the message names the exception only, and it is not chained: its text may quote the answer
-            raise UpstreamError("Vertex AI: the Google token endpoint's answer could not be read (google-auth "
-                                "raised {})".format(type(exc).__name__), client="vertex", error_type="token_response",
-                                retryable=False) from None
+            self.credentials.refresh(request)
+        except Exception as exc:
+            if request.stopped():
+                # the refresh's deadline (its answer trickled, say: each read within the read timeout), or the call
+                # it is for was stopped; the error under it (a broken read, or a short answer google-auth could not
+                # read) is the cut, not chained
+                raise TransportError("Vertex AI: the Google token endpoint did not answer within {:g} s "
+                                     "(TOKEN_TIMEOUT)".format(request.seconds) if request.timed_out()
+                                     else "Vertex AI: the token's refresh was stopped with the call",
+                                     client="vertex", timeout=request.timed_out()) from None
+            _refresh_failed(google_auth, exc)
+        finally:
+            timer.cancel()
+            request.end()
         self.refreshes += 1
 
 
-class _TimedRequest(object):
-    """google-auth's requests transport with a timeout on every call (its default is two minutes)."""
+def _refresh_failed(google_auth: Any, exc: Exception) -> None:
+    """The error of a refresh that failed before its deadline."""
+    if isinstance(exc, google_auth.exceptions.TransportError):
+        raise TransportError("Vertex AI: cannot reach the Google token endpoint: {}".format(
+            preview(str(exc), 300)), client="vertex") from exc
+    if isinstance(exc, google_auth.exceptions.RefreshError):
+        raise AuthenticationError(
+            "Vertex AI: the Google token endpoint refused the credentials: {}".format(preview(str(exc), 300)),
+            client="vertex", error_type="refresh_error",
+            retryable=bool(getattr(exc, "retryable", False))) from exc
+    if isinstance(exc, (TypeError, ValueError, KeyError, AttributeError, OverflowError)):
+        # a 200 answer google-auth cannot read (not an object, an expiry that is not a number of seconds):
+        # the message names the exception only, and it is not chained: its text may quote the answer
+        raise UpstreamError("Vertex AI: the Google token endpoint's answer could not be read (google-auth "
+                            "raised {})".format(type(exc).__name__), client="vertex", error_type="token_response",
+                            retryable=False) from None
+    raise exc
 
-    def __init__(self, request: Any, timeout: float) -> None:
+
+class _TimedRequest(object):
+    """google-auth's requests transport, each refresh bounded as a whole (``begin``): every call's timeouts are
+    clipped to what is left of it, and at its end the connection in use is shut down (a read timeout bounds
+    only the silence between bytes: an answer trickled a byte at a time went on past it, and so did google-auth's
+    own retries).  Its session's pools are watched as agenthub's own sessions' are."""
+
+    def __init__(self, request: Any) -> None:
+        from ..transport import watch_pools  # (see begin)
+
         self._request = request
-        self._timeout = timeout
+        watch_pools(request.session)
+        self.watch = None  # type: Any
+        self._call = None  # type: Any  # the watch of the call the refresh is for
+        self.seconds = TOKEN_TIMEOUT
+        self._deadline = 0.0
+
+    def begin(self, seconds: float) -> Any:
+        """A refresh begins: its deadline is ``seconds`` away, and it is stopped with the call it is for (the
+        abort, the call's deadline: the watch the call's credential is taken under); the timer returned must be
+        cancelled, and ``end`` called, after it."""
+        from ..transport import Watch, current_watch  # (HTTP's stop switch: the layering's one arrow up)
+
+        self.watch, self.seconds = Watch(), seconds
+        self._deadline = time.monotonic() + seconds
+        self._call = current_watch()
+        if self._call is not None:
+            self._call.link(self.watch)
+        timer = threading.Timer(seconds, self.watch.stop, ("deadline",))
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def end(self) -> None:
+        if self._call is not None:
+            self._call.unlink(self.watch)
+            self._call = None
+
+    def timed_out(self) -> bool:
+        """Whether the refresh's own deadline has passed."""
+        return self.watch is not None and time.monotonic() >= self._deadline
+
+    def stopped(self) -> bool:
+        """Whether the refresh was stopped: its own deadline passed, or the call it is for was stopped."""
+        return self.watch is not None and (self.watch.reason is not None or time.monotonic() >= self._deadline)
 
     def __call__(self, url: str, method: str = "GET", body: Any = None, headers: Any = None,
                  timeout: Optional[float] = None, **kwargs: Any) -> Any:
-        return self._request(url, method=method, body=body, headers=headers,
-                             timeout=timeout if timeout is not None else self._timeout, **kwargs)
+        from ..transport import watching  # (see begin)
+
+        google_auth = _google_auth()
+        left = self._deadline - time.monotonic()
+        if self.watch is None or self.stopped() or left <= 0:
+            raise google_auth.exceptions.TransportError("the refresh's deadline passed")
+        limit = min(timeout if timeout is not None else self.seconds, left)
+        watch = self.watch
+
+        def read(response: Any, *args: Any, **kw: Any) -> Any:  # its head is in, its body not read yet
+            watch.attach(response)  # (the connection may have handed its socket to the response)
+            return response
+
+        hooks = dict(kwargs.pop("hooks", None) or {})
+        hooks["response"] = list(hooks.get("response") or []) + [read]
+        with watching(watch):
+            return self._request(url, method=method, body=body, headers=headers, timeout=limit, hooks=hooks,
+                                 **kwargs)
