@@ -15,7 +15,7 @@ import json
 import math
 from typing import Any, Iterable, Mapping, Optional
 
-__all__ = ["estimate_tokens", "estimate_with_output", "IMAGE_TOKENS", "MEDIA_TOKENS", "MESSAGE_TOKENS",
+__all__ = ["estimate_tokens", "estimate_with_output", "audio_tokens", "IMAGE_TOKENS", "MEDIA_TOKENS", "MESSAGE_TOKENS",
            "TOOL_TOKENS", "DOCUMENT_BYTES_PER_TOKEN"]
 
 #: tokens per image (about what Anthropic bills for a 1.15-megapixel image)
@@ -110,3 +110,16 @@ def estimate_with_output(messages: Iterable[Mapping[str, Any]], config: Optional
     max_tokens = config.get("max_tokens")
     out = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0 else 0
     return estimate_tokens(messages, config) + out
+
+
+def audio_tokens(messages: Iterable[Mapping[str, Any]]) -> int:
+    """The part of ``estimate_tokens`` that is audio: the request's audio items (``inline_data`` of an
+    ``audio/`` type), what a Budget holds at the model's audio input price."""
+    total = 0
+    for message in messages or ():
+        items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
+        for item in items or ():
+            if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "inline_data" and \
+                    str(item.get("mime_type") or "").lower().startswith("audio/"):
+                total += _item_tokens(item)
+    return total

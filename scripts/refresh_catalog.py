@@ -78,6 +78,15 @@ PRICE_KEYS = [
     ("output_mtok", "output"),
 ]
 CATALOG_PRICES = [key for _, key in PRICE_KEYS]
+#: genai-prices' audio prices -> catalog keys, kept where a set has them (the audio tokens of the input, of the
+#: cached input and of the output: ``stream.Usage.input_audio_tokens`` / ``cached_audio_tokens`` /
+#: ``output_audio_tokens``, billed apart from text)
+AUDIO_KEYS = [
+    ("input_audio_mtok", "input_audio"),
+    ("cache_audio_read_mtok", "cached_input_audio"),
+    ("output_audio_mtok", "output_audio"),
+]
+AUDIO_PRICES = [key for _, key in AUDIO_KEYS]
 #: service tiers kept from genai-prices' price variants ({"service_tier": X} or {"speed": X})
 TIER_VARIANTS = {("service_tier", "priority"): "priority", ("service_tier", "flex"): "flex",
                  ("service_tier", "fast"): "fast", ("speed", "fast"): "fast"}
@@ -120,6 +129,12 @@ def _price_set(model_price):
                 tiers.setdefault(tier.start, {})[key] = _number(tier.price)
         else:
             out[key] = _number(value)
+    for gp_key, key in AUDIO_KEYS:
+        value = getattr(model_price, gp_key, None)
+        if isinstance(value, TieredPrices):  # (none has one: its levels would need the long-context rule below)
+            raise SystemExit("{}: tiered audio prices are not supported".format(gp_key))
+        if value is not None:
+            out[key] = _number(value)
     if tiers:
         levels = []
         for start in sorted(tiers):
@@ -159,6 +174,17 @@ def _merge(standard, partial):
     levels = [level for level in levels if any(level[key] != out[key] for key in CATALOG_PRICES)]  # (a price changes)
     if levels:
         out["long_context"] = levels
+    # an audio price the variant does not name: the standard one, times the variant's input price over the standard
+    # one where that is above 1 (a priority tier's surcharge), never below it (a batch discount the source does not
+    # state for audio is not assumed: the audio is held and priced at the standard audio price, never under the bill)
+    factor = Decimal(1)
+    if out["input"] is not None and standard["input"]:
+        factor = max(factor, Decimal(str(out["input"])) / Decimal(str(standard["input"])))
+    for _, key in AUDIO_KEYS:
+        if key in variant:
+            out[key] = variant[key]
+        elif key in standard:
+            out[key] = _number(Decimal(str(standard[key])) * factor)
     return out
 
 
@@ -407,8 +433,8 @@ def _scaled(prices, factor):
     def times(value):
         return None if value is None else float(Decimal(str(value)) * Decimal(str(factor)))
 
-    out = {key: (times(value) if key in CATALOG_PRICES else value) for key, value in prices.items()
-           if key != "long_context"}
+    out = {key: (times(value) if key in CATALOG_PRICES or key in AUDIO_PRICES else value)
+           for key, value in prices.items() if key != "long_context"}
     if prices.get("long_context"):
         out["long_context"] = [dict({key: times(level.get(key)) for key in CATALOG_PRICES},
                                     above_input_tokens=level["above_input_tokens"]) for level in prices["long_context"]]
@@ -661,7 +687,9 @@ def snapshot(day):
                  "(cached tokens included) is above above_input_tokens; batch and tiers are whole price sets; "
                  "a tier with utc_windows applies inside them (UTC), on the UTC weekdays of its utc_days where "
                  "it has them; "
-                 "output_image, where a set has it, prices the output's image tokens (the rest at output)",
+                 "output_image, where a set has it, prices the output's image tokens (the rest at output); "
+                 "input_audio, cached_input_audio and output_audio, where a set has them, price the audio tokens "
+                 "of the input, the cached input and the output (the rest at input, cached_input and output)",
         "sources": [
             {"name": "genai-prices", "version": metadata.version("genai-prices"),
              "url": "https://github.com/pydantic/genai-prices", "licence": "MIT",

@@ -95,7 +95,8 @@ def test_rows_are_the_typed_rows():
         for prices in [row["prices"], row["batch"]] + list(row["tiers"].values()):
             if prices is None:
                 continue
-            assert price_keys <= set(prices) <= price_keys | {"long_context", "utc_windows", "utc_days", "output_image"}
+            assert price_keys <= set(prices) <= price_keys | {"long_context", "utc_windows", "utc_days", "output_image",
+                                                          "input_audio", "cached_input_audio", "output_audio"}
             for level in prices.get("long_context", ()):
                 assert set(level) == price_keys | {"above_input_tokens"}
         assert set(row["tiers"]) <= set(catalog.TIERS)
