@@ -7,6 +7,7 @@ audio output price, and one audio turn costs one number, the hand-computed one, 
 
 import json
 import pickle
+import struct
 
 import pytest
 
@@ -17,7 +18,7 @@ from server_support import Route, Upstream
 from agenthub import AutoLLMClient, Budget, BudgetExceededError, ResponseCache, cost
 from agenthub.catalog import find_model
 from agenthub.errors import ConfigError
-from agenthub.estimate import MEDIA_TOKENS, audio_tokens, estimate_tokens
+from agenthub.estimate import MEDIA_TOKENS, audio_tokens, estimate_tokens, wav_seconds
 from agenthub.providers import gemini, gemini_interactions, openai_chat
 from agenthub.stores import MemoryStore
 from agenthub.stream import checked_usage, usage_extras, with_usage_extras
@@ -142,6 +143,42 @@ def test_a_budget_holds_audio_at_the_audio_prices():
         budget.reserve("gpt-audio", 10, 100, audio_tokens=-1)
     assert str(caught.value) == "audio_tokens must be a non-negative int (got -1)"
     assert budget.reserved_usd == 0.0
+
+
+def _wav(seconds, rate=16000, channels=1, bits=16):
+    """A PCM WAV of ``seconds`` of silence."""
+    align = channels * bits // 8
+    body = b"\x00" * (rate * align * seconds)
+    return (b"RIFF" + struct.pack("<I", 36 + len(body)) + b"WAVE" + b"fmt " +
+            struct.pack("<IHHIIHH", 16, 1, channels, rate, rate * align, align, bits) +
+            b"data" + struct.pack("<I", len(body)) + body)
+
+
+def test_a_long_wav_is_estimated_by_its_length():
+    """A WAV was 1600 tokens whatever its length (50 seconds of Gemini audio): a 10-minute recording, 19,200
+    tokens at Gemini's 32 a second, was held at a twelfth of its cost; its header says how long it lasts."""
+    ten_minutes = _wav(600)
+    assert wav_seconds(ten_minutes) == pytest.approx(600 + 44 / 32000.0, rel=1e-12)
+    messages = [{"role": "user", "content_items": [
+        {"type": "inline_data", "data": ten_minutes, "mime_type": "audio/wav"}]}]
+    assert audio_tokens(messages) == 19201  # ceil(600.001375 s x 32)
+    assert estimate_tokens(messages) == 4 + 19201
+    assert audio_tokens([{"role": "user", "content_items": [
+        {"type": "inline_data", "data": _wav(2), "mime_type": "audio/wav"}]}]) == MEDIA_TOKENS  # the least
+    # bytes that are not a WAV, or whose header disagrees with itself: the flat figure
+    assert wav_seconds(WAV) is None and wav_seconds(b"RIFF") is None and wav_seconds("RIFF") is None
+    lying = bytearray(_wav(1))
+    lying[28:32] = struct.pack("<I", 1)  # a byte rate of 1 a second
+    assert wav_seconds(bytes(lying)) is None
+    with Upstream() as up:
+        up.routes["up"] = Route(b"")
+        needed = (4 * 0.3 + 19201 * 1 + 100 * 2.5) / 1e6
+        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=up.url + "/up",
+                               api_key="sk-test-0123456789", max_retries=0, budget=Budget(0.015))
+        with pytest.raises(BudgetExceededError) as caught:
+            client.response(messages, {"max_tokens": 100})
+        assert up.requests == []
+    assert caught.value.needed_usd == pytest.approx(needed, rel=1e-12)
 
 
 @pytest.mark.parametrize("model,client_type,needed", [
