@@ -689,7 +689,11 @@ def _is_transport(error: BaseException) -> bool:
 def log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException],
                 secrets: Sequence[str] = ()) -> bool:
     """One DEBUG record for one HTTP attempt (no key, header or body in it; ``secrets`` scrubbed from the request
-    id the server sent, which it may have made of what it was sent)."""
+    id the server sent, which it may have made of what it was sent, and from the URL, whose query may hold a
+    gateway's key under a name ``safe_url`` does not know: ?code=)."""
+    from urllib.parse import quote_plus
+
+    from ._redact import scrub_text
     from .answers import request_id
     from .errors import safe_url
 
@@ -702,11 +706,12 @@ def log_attempt(request: Any, attempt: int, started: float, body: Any, error: Op
         found = request_id(getattr(body, "headers", None))
         outcome = ""
     if isinstance(found, str) and secrets:
-        from ._redact import scrub_text
-
         found = scrub_text(found, secrets)
+    shown = safe_url(getattr(request, "url", None))
+    if shown and secrets:  # (safe_url drops the query values it knows are credentials, not a ?code= of a gateway's)
+        shown = scrub_text(shown, [form for secret in secrets for form in (secret, quote_plus(secret)) if form])
     logger.debug("HTTP %s %s status=%s request_id=%s attempt=%d elapsed=%.0f ms%s", getattr(request, "method", "?"),
-                 safe_url(getattr(request, "url", None)), status, found, attempt + 1,
+                 shown, status, found, attempt + 1,
                  (time.monotonic() - started) * 1000, outcome)
     return True
 

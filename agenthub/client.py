@@ -500,8 +500,20 @@ class AutoLLMClient(object):
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
         if self._dialect in RESULTS_NEXT:
             joined = results_next_to_calls(messages)
-            if joined is not messages:  # (a user text between a call and its results: its run is one message)
-                messages, prior = joined, None  # type: ignore[assignment]
+            if joined is not messages:  # (a text before a call's results, or results one message each: one message)
+                try:
+                    return self._converted(joined, config, stateful, None, foreign_thinking)  # type: ignore[arg-type]
+                except AgentHubError:
+                    # the error names the caller's positions: the messages as given, when they are refused too
+                    self._converted(messages, config, stateful, None, foreign_thinking)
+                    raise
+        return self._converted(messages, config, stateful, prior, foreign_thinking)
+
+    def _converted(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool, prior: Optional[Prior],
+                   foreign_thinking: str) -> Any:
+        """``_build``'s request plan of ``messages`` as ``agenthub.foreign`` converts them for the dialect."""
+        record = self._protocol
+        build = record.build_request
         if prior is not None and getattr(build, "takes_prior", False):
             messages = for_dialect_resumed(messages, self._dialect, foreign_thinking, prior)  # type: ignore[assignment]
         else:

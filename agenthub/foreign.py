@@ -15,10 +15,13 @@ sends it again):
 2. A compaction item (an opaque server-side summary; ``fidelity["format"]`` names its wire) that the target
    cannot read is dropped, with a warning (the messages before it then go in full).
 3. A tool_call id the target refuses (Anthropic and Bedrock: ``[A-Za-z0-9_-]``, at most 64 characters on
-   Bedrock; Chat Completions: at most 40 characters) is rewritten to ``call_<24 hex digits of its SHA-256>``
-   on the call and on its result alike, so the pair still matches; every other id is sent byte for byte.
+   Bedrock; Chat Completions: at most 40 characters; Responses: at most 64) is rewritten to
+   ``call_<24 hex digits of its SHA-256>`` on the call and on its result alike, so the pair still matches; every
+   other id is sent byte for byte.
    An id the target's own protocol issued (a tool_call whose fidelity carries the family's mark: an
    openai-chat server's long id is marked ``issued_id``) goes back to that protocol as it came.
+   Where a request takes each id once (Anthropic, Bedrock, Responses: ``UNIQUE_IDS``), a call whose id an
+   earlier call took gets an id of its own, and so do the results that follow it.
 4. Claude's redacted thinking moves between Claude's two wires: Anthropic's ``redacted_thinking`` ``data``
    (fidelity ``redacted_data``) and Bedrock Converse's ``reasoningContent.redactedContent`` (fidelity
    ``redacted_content``, a blob the JSON wire carries as base64) are the same bytes, base64 text on both, so an
@@ -28,9 +31,10 @@ sends it again):
 
 Apart from these, ``results_next_to_calls`` (for the wires that take a call's results only in the user turn right
 after it: Anthropic, Gemini and its Interactions API, Chat Completions) joins the user messages that follow an
-assistant message into one when a later one holds tool results and an earlier one other items (a text typed while
-the tools ran): each wire then sends the results first, as it does within one message (Bedrock joins consecutive
-user messages itself).
+assistant message into one when one after the first holds tool results (a text typed while the tools ran before
+them, or the results given one message each, as Chat Completions' tool messages come: Gemini takes all of a
+function call turn's responses in the one turn after it): each wire then sends the results first, as it does
+within one message (Bedrock joins consecutive user messages itself).
 
 The marks, what each dialect reads and its tool_call id rule are facts of its record in the dialect index
 (``agenthub.providers.DIALECTS``: ``marks``, ``reads``, ``call_ids``); ``MARKS`` and ``READS`` below are read from it.
@@ -47,7 +51,7 @@ from .providers import ALL_FAMILIES, ANY_ID, DIALECTS
 from .validate import CACHE_BREAKPOINT
 
 __all__ = ["MARKS", "READS", "family_of", "for_dialect", "for_dialect_resumed", "FOREIGN_THINKING",
-           "results_next_to_calls", "RESULTS_NEXT"]
+           "results_next_to_calls", "RESULTS_NEXT", "UNIQUE_IDS"]
 
 logger = logging.getLogger("agenthub")
 
@@ -125,8 +129,14 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
     changed = {}  # type: Dict[str, int]
     own = _own(messages, reads) if dialect in DIALECTS and DIALECTS[dialect].call_ids != ANY_ID else set()
     out = []  # type: List[Mapping[str, Any]]
-    _convert(messages, dialect, reads, own, foreign_thinking, changed, out, set())
+    _convert(messages, dialect, reads, own, foreign_thinking, changed, out, set(), _taken(dialect))
     return out, changed
+
+
+def _taken(dialect: str) -> Optional[Tuple[Dict[str, int], Dict[str, str]]]:
+    """For a dialect whose ids must be unique in a request: (tool_call id -> how many calls took it so far, id ->
+    the id its latest call goes out as), empty; None for the others."""
+    return ({}, {}) if dialect in UNIQUE_IDS else None
 
 
 def for_dialect_resumed(messages: Sequence[Mapping[str, Any]], dialect: str, foreign_thinking: str,
@@ -141,24 +151,34 @@ def for_dialect_resumed(messages: Sequence[Mapping[str, Any]], dialect: str, for
     stash = prior.stash.get("foreign")
     start = 0
     if stash is not None:
-        old_context, old_inputs, old_out, own, rewritable = stash
+        old_context, old_inputs, old_out, own, rewritable, taken = stash
         count = len(old_inputs)
         if count <= prior.same and count <= len(messages) and old_context == context \
                 and all(map(_is, messages, old_inputs)):
             new_own = _own(messages[count:], reads) if checks_own else set()
             if not (new_own & rewritable):  # no id of the head reads otherwise now
                 start, own, out, rewritable = count, own | new_own, list(old_out), set(rewritable)
+                taken = None if taken is None else (dict(taken[0]), dict(taken[1]))
     if not start:
         own = _own(messages, reads) if checks_own else set()
-        out, rewritable = [], set()
+        out, rewritable, taken = [], set(), _taken(dialect)
     prior.head = len(out)
     changed = {}  # type: Dict[str, int]
-    _convert(messages[start:], dialect, reads, own, foreign_thinking, changed, out, rewritable)
+    _convert(messages[start:], dialect, reads, own, foreign_thinking, changed, out, rewritable, taken)
     if "compaction_dropped" in changed:  # a warning: it comes on every call, as it did
         prior.stash.pop("foreign", None)
     else:
-        prior.stash["foreign"] = (context, list(messages), list(out), frozenset(own), frozenset(rewritable))
+        prior.stash["foreign"] = (context, list(messages), list(out), frozenset(own), frozenset(rewritable),
+                                  None if taken is None else (dict(taken[0]), dict(taken[1])))
     return out
+
+
+#: the dialects whose API takes each tool call id once in a request (Claude: "`tool_use` ids must be unique", a 400,
+#: on Anthropic's API and Bedrock's alike; the Responses API: "Duplicate function_call_output for call_id ...
+#: Each function_call must have exactly one matching function_call_output"): a call whose id an earlier call of
+#: the history took (a server numbering its calls from 0 each turn: Kimi's "functions.<name>:0") goes out as
+#: ``call_<24 hex digits of the SHA-256 of the id, a NUL and its count>``, and so do the results after it
+UNIQUE_IDS = frozenset(("anthropic", "bedrock", "openai-responses"))
 
 
 #: the dialects whose API takes a call's results only in the user turn right after the call (Anthropic: "tool_result
@@ -170,8 +190,8 @@ RESULTS_NEXT = frozenset(("anthropic", "gemini", "gemini-interactions", "openai-
 
 
 def results_next_to_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    """``messages``, or (when some user messages after an assistant message hold tool results after a user message
-    with other items) a copy where each such run of user messages is one message: its items in order, each
+    """``messages``, or (when some user messages after an assistant message hold tool results after another user
+    message) a copy where each such run of user messages is one message: its items in order, each
     message's ``cache_breakpoint`` kept on its last item, the other keys the run's first message's.  The caller's
     messages are never changed; ``messages`` itself comes back when there is nothing to join."""
     out = None  # type: Optional[List[Mapping[str, Any]]]
@@ -182,7 +202,7 @@ def results_next_to_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Map
         if message.get("role") == "user" and index and messages[index - 1].get("role") == "assistant":
             while end < count and messages[end].get("role") == "user":
                 end += 1
-        if end - index > 1 and _result_after_other(messages[index:end]):
+        if end - index > 1 and _results_later(messages[index:end]):
             if out is None:
                 out = list(messages[:index])
             out.append(_joined(messages[index:end]))
@@ -192,13 +212,11 @@ def results_next_to_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Map
     return messages if out is None else out
 
 
-def _result_after_other(run: Sequence[Mapping[str, Any]]) -> bool:
-    other = False
-    for message in run:
-        items = message.get("content_items") or ()
-        if other and any(item.get("type") == "tool_result" for item in items):
+def _results_later(run: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a message of ``run`` after its first holds a tool result."""
+    for message in run[1:]:
+        if any(item.get("type") == "tool_result" for item in message.get("content_items") or ()):
             return True
-        other = other or any(item.get("type") != "tool_result" for item in items)
     return False
 
 
@@ -226,8 +244,10 @@ def _own(messages: Sequence[Mapping[str, Any]], reads: Sequence[str]) -> set:
 
 
 def _convert(messages: Sequence[Mapping[str, Any]], dialect: str, reads: Sequence[str], own: Any,
-             foreign_thinking: str, changed: Dict[str, int], out: List[Mapping[str, Any]], rewritable: set) -> None:
-    """``messages`` converted onto ``out``; ``rewritable`` gains every id the dialect would rewrite."""
+             foreign_thinking: str, changed: Dict[str, int], out: List[Mapping[str, Any]], rewritable: set,
+             taken: Optional[Tuple[Dict[str, int], Dict[str, str]]] = None) -> None:
+    """``messages`` converted onto ``out``; ``rewritable`` gains every id the dialect would rewrite; ``taken``
+    (``_taken``): the calls' ids so far, updated (a call whose id an earlier call took goes out as another)."""
     redacted = _REDACTED.get(dialect)
     for message in messages:
         items = message.get("content_items") or []
@@ -259,6 +279,14 @@ def _convert(messages: Sequence[Mapping[str, Any]], dialect: str, reads: Sequenc
                 if rewritten != old_id:
                     rewritable.add(old_id)
                 new_id = old_id if old_id in own else rewritten
+                if taken is not None and isinstance(old_id, str):
+                    counts, latest = taken
+                    if kind == "tool_call" and message.get("role") == "assistant":
+                        count = counts[old_id] = counts.get(old_id, 0) + 1
+                        if count > 1:  # (the same history gives the same ids: the n-th call of an id, hashed)
+                            latest[old_id] = "call_" + hashlib.sha256("{}\x00{}".format(old_id, count).encode(
+                                "utf-8", "surrogatepass")).hexdigest()[:24]
+                    new_id = latest.get(old_id, new_id)
                 if new_id != item.get("tool_call_id"):
                     replacement = dict(item, tool_call_id=new_id)
                     changed["ids_rewritten"] = changed.get("ids_rewritten", 0) + 1

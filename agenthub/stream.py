@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 from .errors import AgentHubError, ConfigError, EmptyResponseError, StreamProtocolError
 from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata, paired_halves
+from .validate import check_json
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
@@ -292,6 +293,31 @@ def _event(event_type: str, items: List[Any], stamp: Optional[List[int]], usage:
     }
 
 
+#: an item's fields that are not checked by ``_unsendable``: text a collect makes whole (a lone UTF-16 half
+#: becomes U+FFFD there), an argument fragment (a character may be split between two; the assembler reads
+#: the joined text: toolcalls R6), a complete call's arguments (R6 again), and the opaque fidelity (what a
+#: server put there is kept as it came, and written leniently where it is written: jobs, traces)
+_FREE_FIELDS = frozenset(["type", "text", "thinking", "arguments", "fidelity"])
+#: items made of free fields alone
+_PLAIN = frozenset(["text", "thinking"])
+
+
+def _unsendable(item: Mapping[str, Any]) -> Optional[str]:
+    """Why no request could carry ``item`` (a content item a server's answer made) back on the next turn, or
+    None: a string it names things by (a tool call's name or id, a MIME type) holding a lone surrogate, which
+    the next turn's message check (``validate.check_message``) refuses with a ConfigError: said while the
+    answer is read, so a stateful client's history and a tool run are never stuck with a call no request can
+    answer (its tool_call_id) nor name."""
+    for name, value in item.items():
+        if name not in _FREE_FIELDS and type(value) is str and not value.isascii():
+            try:
+                check_json(value, name)
+            except ConfigError as exc:
+                problem = str(exc)
+                return problem if len(problem) <= 300 else problem[:297] + "..."
+    return None
+
+
 def now_ms() -> int:
     """The time now, in Unix milliseconds (what ``created_at`` holds)."""
     return time.time_ns() // 1000000
@@ -326,14 +352,12 @@ def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = N
                 out = held  # type: Any
             else:
                 kind = part["type"]
-                if started and (kind == "text" and not calling or kind == "partial_tool_call"):
+                if started and (kind == "text" and not calling or kind == "partial_tool_call" and not part["name"]):
                     # the rows nearly every event takes (a text delta, an argument fragment): one item
-                    # straight out; the general path below gives the same result
-                    if kind == "text":
-                        if part["text"]:
-                            substantive = True
-                    elif not calling:
-                        calling = bool(part["name"])
+                    # straight out; the general path below gives the same result (and checks an announced
+                    # call's name and id: _unsendable)
+                    if kind == "text" and part["text"]:
+                        substantive = True
                     event = delta()
                     event["content_items"] = [part]
                     event["created_at"] = stamp[0] if stamped_ else clock() // 1000000  # type: ignore[index]
@@ -352,10 +376,15 @@ def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = N
                     held.append(part)
                     continue
             for item in out:
+                kind = item["type"]
+                if kind not in _PLAIN:
+                    problem = _unsendable(item)
+                    if problem is not None:
+                        raise StreamProtocolError("the {} answer's {} item cannot be sent back: {}".format(
+                            client or "provider", kind, problem), client=client)
                 if not started:
                     started = True
                     yield _event("start", [], stamp)
-                kind = item["type"]
                 if kind == "text":
                     if item["text"]:
                         substantive = True

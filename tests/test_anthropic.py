@@ -990,3 +990,46 @@ def test_any_block_sequence_replays_in_order():
         projected, replayed_citations = _project(replay)
         assert projected == expect, data.decode()
         assert replayed_citations == citations
+
+
+@pytest.mark.parametrize("client_type", ["anthropic", "bedrock"])
+def test_a_tool_turn_begun_without_thinking_is_continued_without_it(client_type, caplog):
+    """With thinking enabled, Claude takes a request whose last assistant message before the last tool results does
+    not start with a thinking block as a 400 ("When `thinking` is enabled, a final `assistant` message must start
+    with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks) ... To avoid this
+    requirement, disable `thinking`"): a tool turn another provider began (its thinking is not Claude's) goes on
+    without thinking, with a warning; a new turn, or Claude's own signed turn, thinks as asked."""
+    import logging
+
+    from agenthub import AutoLLMClient
+
+    ask = {"role": "user", "content_items": [{"type": "text", "text": "weather?"}]}
+    called = {"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "plan", "fidelity": {"encrypted_content": "gAAA"}},  # (an OpenAI reasoning)
+        {"type": "tool_call", "name": "get_weather", "arguments": {}, "tool_call_id": "call_1"}]}
+    result = {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "call_1", "text": "18C"}]}
+    config = {"tools": [{"name": "get_weather"}], "thinking_level": "high"}
+    if client_type == "bedrock":
+        client = AutoLLMClient("us.anthropic.claude-sonnet-4-5-20250929-v1:0", client_type="bedrock",
+                               base_url="http://127.0.0.1:9", api_key="ABSKbedrock-api-key-0003")
+
+        def thinking(messages):
+            return (client.plan(messages, config).body.get("additionalModelRequestFields") or {}).get("thinking")
+    else:
+        client = AutoLLMClient("claude-sonnet-4-5", client_type="anthropic", api_key="k")
+
+        def thinking(messages):
+            return client.plan(messages, config).body.get("thinking")
+    with caplog.at_level(logging.WARNING, logger="agenthub"):
+        assert thinking([ask, called, result]) is None
+    assert [record.getMessage() for record in caplog.records] == [
+        "{}: the tool turn in progress began without a thinking block of Claude's (another provider's, or thinking "
+        "was off): this request goes without thinking, as the API requires".format(client_type)]
+    caplog.clear()
+    thanks = {"role": "user", "content_items": [{"type": "text", "text": "thanks"}]}
+    answered = {"role": "assistant", "content_items": [{"type": "text", "text": "18C"}]}
+    assert thinking([ask, called, result, answered, thanks]) == {"type": "enabled", "budget_tokens": 16384}
+    signed = {"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "plan", "fidelity": {"signature": "c2ln"}}] + called["content_items"][1:]}
+    assert thinking([ask, signed, result]) == {"type": "enabled", "budget_tokens": 16384}
+    assert caplog.records == []

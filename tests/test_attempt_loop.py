@@ -128,6 +128,46 @@ def test_on_call_start_may_answer_the_call_and_nothing_is_sent(server):
 
 
 @within(20)
+@pytest.mark.parametrize("with_fallback", [False, True])
+def test_a_raising_end_hook_never_skips_the_later_hooks_ends(server, with_fallback):
+    """A hook's on_done or on_call_end raising: every later hook's still runs (a process-wide budget settles its
+    hold, telemetry ends its span); each step's first exception is raised once every hook had that step (the
+    on_call_end one last, its context the on_done one)."""
+
+    class Raising(AttemptHook):
+        def on_done(self, attempt):
+            raise RuntimeError("on_done broke")
+
+        def on_call_end(self, call):
+            raise ValueError("on_call_end broke")
+
+    class Ends(AttemptHook):
+        def __init__(self):
+            self.calls = []
+
+        def on_done(self, attempt):
+            self.calls.append(("on_done", attempt.model))
+
+        def on_call_end(self, call):
+            self.calls.append(("on_call_end", call.model, call.finish_reason))
+
+    server.push([status(200, SSE), send(chat_stream("a"))])
+    later, registered = Ends(), Ends()
+    kwargs = {"fallbacks": [make(server)]} if with_fallback else {}
+    client = make(server, hooks=[Raising(), later], **kwargs)
+    from agenthub import attempts
+
+    attempts.register(registered)
+    try:
+        with pytest.raises(ValueError, match="on_call_end broke") as raised:
+            list(client.streaming_response([USER]))
+    finally:
+        attempts.unregister(registered)
+    assert isinstance(raised.value.__context__, RuntimeError) and str(raised.value.__context__) == "on_done broke"
+    assert later.calls == registered.calls == [("on_done", "test-model"), ("on_call_end", "test-model", "stop")]
+
+
+@within(20)
 def test_on_event_runs_only_for_a_hook_that_wants_events(server):
     server.push([status(200, SSE), send(chat_stream("a", "b"))], [status(200, SSE), send(chat_stream("c"))])
 

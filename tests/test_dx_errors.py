@@ -12,7 +12,8 @@ import sys
 import pytest
 import requests
 
-from agenthub import AuthenticationError, AutoLLMClient, ConfigError, TransportError, UpstreamError, client as client_mod
+from agenthub import AuthenticationError, AutoLLMClient, ConfigError, ServerError, TransportError, UpstreamError, \
+    client as client_mod
 from agenthub import transport
 from agenthub.errors import safe_url, upstream_error
 
@@ -248,6 +249,23 @@ def test_agenthub_log_debug_one_record_per_attempt_and_per_stream(server):
         "DEBUG stream finished: openai-chat, 8 events, finish_reason=stop, usage={'cached_tokens': 64, "
         "'prompt_tokens': 24, 'thoughts_tokens': 0, 'response_tokens': 14}, ")
     assert json.loads(json.dumps(records))  # plain text lines
+
+
+def test_a_debug_record_never_shows_a_base_urls_query_credential(server, caplog):
+    """A gateway's key in the base URL's query under a name no rule knows (Azure Functions' ?code=): the error
+    shows it as ***, and so does the DEBUG record of the attempt (it showed it whole)."""
+    caplog.set_level(logging.DEBUG, logger="agenthub")
+    server.answers.append(Answer([b'{"error": {"message": "bad"}}'], status=500,
+                                 headers={"Content-Type": "application/json"}))
+    client = AutoLLMClient("m", client_type="openai-chat", base_url=server.url + "/v1?code=fn-key-0123456789&v=1",
+                           api_key=SECRET, max_retries=0)
+    with pytest.raises(ServerError) as info:
+        client.response([{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}])
+    assert info.value.url == server.url + "/v1/chat/completions?code=***&v=1"
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "agenthub" and r.getMessage().startswith("HTTP")]
+    assert message.startswith("HTTP POST {}/v1/chat/completions?code=***&v=1 status=500 request_id=None "
+                              "attempt=1 elapsed=".format(server.url)), message
+    assert "fn-key-0123456789" not in caplog.text
 
 
 def test_debug_records_for_a_model_list_and_a_401_there(server, caplog):

@@ -9,6 +9,7 @@ import pytest
 
 import bedrock_frames as bf
 from agenthub import AutoLLMClient, collect
+from agenthub.errors import AgentHubError
 from agenthub.eventstream import iter_messages
 from agenthub.foreign import family_of, for_dialect, results_next_to_calls
 from agenthub.providers import anthropic
@@ -145,17 +146,20 @@ def _rewritten(old):
     return "call_" + hashlib.sha256(old.encode()).hexdigest()[:24]
 
 
+def _two_calls(first, second):
+    """An assistant message calling a (id ``first``) and b (id ``second``), and the message of their results."""
+    return [{"role": "assistant", "content_items": [
+                {"type": "tool_call", "name": "a", "arguments": {}, "tool_call_id": first},
+                {"type": "tool_call", "name": "b", "arguments": {}, "tool_call_id": second}]},
+            {"role": "user", "content_items": [
+                {"type": "tool_result", "text": "1", "tool_call_id": first},
+                {"type": "tool_result", "text": "2", "tool_call_id": second}]}]
+
+
 def test_tool_ids_a_target_refuses_are_rewritten_the_same_on_call_and_result():
     long_id = "call_" + "x" * 60            # over Chat Completions' 40 characters
     odd_id = "functions.get_weather:0"       # outside Anthropic's and Bedrock's [A-Za-z0-9_-]
-    history = [
-        {"role": "assistant", "content_items": [
-            {"type": "tool_call", "name": "a", "arguments": {}, "tool_call_id": long_id},
-            {"type": "tool_call", "name": "b", "arguments": {}, "tool_call_id": odd_id}]},
-        {"role": "user", "content_items": [
-            {"type": "tool_result", "text": "1", "tool_call_id": long_id},
-            {"type": "tool_result", "text": "2", "tool_call_id": odd_id}]},
-    ]
+    history = _two_calls(long_id, odd_id)
     chat, changed = for_dialect(history, "openai-chat")
     assert [i["tool_call_id"] for m in chat for i in m["content_items"]] == [
         _rewritten(long_id), odd_id, _rewritten(long_id), odd_id]
@@ -169,6 +173,23 @@ def test_tool_ids_a_target_refuses_are_rewritten_the_same_on_call_and_result():
     assert len(_rewritten(long_id)) == 29
     gemini, changed = for_dialect(history, "gemini")   # Gemini takes any id: byte for byte
     assert gemini == history and changed == {}
+
+
+def test_a_tool_id_over_64_characters_is_rewritten_for_the_responses_api():
+    """The Responses API refuses a call_id of more than 64 characters ("Invalid 'input[1].call_id': string too long.
+    Expected a string with maximum length 64", a 400): a longer id from another provider is rewritten for it, on
+    the call and its result; one of 64 goes as it came."""
+    long_id, edge_id = "tool-" + "y" * 60, "z" * 64
+    history = _two_calls(long_id, edge_id)
+    responses, changed = for_dialect(history, "openai-responses")
+    assert [i["tool_call_id"] for m in responses for i in m["content_items"]] == [
+        _rewritten(long_id), edge_id, _rewritten(long_id), edge_id]
+    assert changed == {"ids_rewritten": 2}
+    body = AutoLLMClient("gpt-5.5", client_type="openai-responses", api_key="k").plan(
+        [{"role": "user", "content_items": [{"type": "text", "text": "q"}]}] + history,
+        {"tools": [{"name": "a"}, {"name": "b"}]}).body
+    assert [item["call_id"] for item in body["input"][1:]] == [
+        _rewritten(long_id), edge_id, _rewritten(long_id), edge_id]
 
 
 def test_a_message_left_with_nothing_is_left_out():
@@ -284,3 +305,85 @@ def test_a_stateful_turn_whose_history_has_a_text_before_the_results_sends_them_
                                                           "response": {"result": "18 C"}}}]
     else:
         assert sent[2] == {"role": "tool", "tool_call_id": "c1", "content": "18 C"}
+
+
+@pytest.mark.parametrize("client_type, model, error", [
+    ("anthropic", "claude-sonnet-4-5",
+     "anthropic: cache_breakpoint is set on messages[3]['content_items'][1] (an empty text), which sends no block "
+     "the Anthropic API can mark (mark another item)"),
+    ("openai-chat", "gpt-5.6",
+     "openai-chat: cache_breakpoint is set on assistant messages[4]: OpenAI takes breakpoints on input content "
+     "(user text, images, files, tool results): mark the user item after it")])
+def test_an_error_after_a_join_names_the_messages_as_given(client_type, model, error):
+    """A run of user messages sent as one (a text between a call and its results): an error about an item names
+    its message and position in the messages as the caller gave them, not in the joined copy."""
+    empty = {"type": "text", "text": "", "cache_breakpoint": True}
+    history = [ASKED, CALLED, {"role": "user", "content_items": [{"type": "text", "text": "in Celsius"}]},
+               {"role": "user", "content_items": [RESULT["content_items"][0], empty]},
+               {"role": "assistant", "content_items": [{"type": "text", "text": "18"}], "cache_breakpoint": True},
+               {"role": "user", "content_items": [{"type": "text", "text": "thanks"}]}]
+    if client_type == "anthropic":
+        del history[4]["cache_breakpoint"]
+    else:
+        history[3]["content_items"] = history[3]["content_items"][:1]
+    client = AutoLLMClient(model, client_type=client_type, api_key="k", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(AgentHubError) as caught:
+        client.plan(history, {"tools": [{"name": "get_weather"}]})
+    assert str(caught.value) == error
+
+
+def _kimi_turns(count):
+    """A conversation on a server whose tool_call ids restart each turn (Kimi's "functions.<name>:<n>")."""
+    history = [{"role": "user", "content_items": [{"type": "text", "text": "weather?"}]}]
+    for turn in range(count):
+        history += [{"role": "assistant", "content_items": [
+                        {"type": "tool_call", "name": "get_weather", "arguments": {"day": turn},
+                         "tool_call_id": "functions.get_weather:0"}]},
+                    {"role": "user", "content_items": [
+                        {"type": "tool_result", "tool_call_id": "functions.get_weather:0", "text": str(turn)}]}]
+    return history
+
+
+def _unique(old, occurrence):
+    return "call_" + hashlib.sha256("{}\x00{}".format(old, occurrence).encode()).hexdigest()[:24]
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "bedrock", "openai-responses"])
+def test_a_tool_id_an_earlier_call_took_is_rewritten_where_ids_must_be_unique(dialect):
+    """Claude refuses a request whose tool_use ids repeat ("messages.3.content.0: `tool_use` ids must be unique", a
+    400), the Responses API one whose call_ids do ("Duplicate function_call_output for call_id"): a call whose id
+    an earlier call of the history took (a server that numbers its calls from 0 each turn) gets an id of its own
+    there, and so do the results after it; the first call keeps its id (or its rewrite)."""
+    history = _kimi_turns(3)
+    before = copy.deepcopy(history)
+    out, changed = for_dialect(history, dialect)
+    first = "functions.get_weather:0"
+    if dialect != "openai-responses":  # (outside Claude's [A-Za-z0-9_-]: rewritten there the first time too)
+        first = _rewritten(first)
+    ids = [first, first, _unique("functions.get_weather:0", 2), _unique("functions.get_weather:0", 2),
+           _unique("functions.get_weather:0", 3), _unique("functions.get_weather:0", 3)]
+    assert [i["tool_call_id"] for m in out[1:] for i in m["content_items"]] == ids
+    assert changed == {"ids_rewritten": 6 if dialect != "openai-responses" else 4}
+    assert history == before
+    plain = [history[0]] + [dict(m, content_items=[dict(i, tool_call_id="c0") for i in m["content_items"]])
+                            for m in history[1:]]  # an id the rule takes
+    out, changed = for_dialect(plain, dialect)
+    assert [i["tool_call_id"] for m in out[1:] for i in m["content_items"]] == [
+        "c0", "c0", _unique("c0", 2), _unique("c0", 2), _unique("c0", 3), _unique("c0", 3)]
+    assert changed == {"ids_rewritten": 4}
+    for other in ("openai-chat", "gemini"):  # (the wires that take an id again: as it came)
+        assert for_dialect(plain, other) == (plain, {})
+
+
+def test_repeated_tool_ids_reach_claude_unique_from_the_previous_calls_conversion_too():
+    client = AutoLLMClient("claude-sonnet-4-5", client_type="anthropic", api_key="k", base_url="http://127.0.0.1:9")
+    config = {"tools": [{"name": "get_weather"}]}
+    history = _kimi_turns(1)
+    client.plan(history, config)
+    history += _kimi_turns(2)[3:]
+    body = client.plan(history, config).body
+    ids = [block.get("id") or block.get("tool_use_id") for message in body["messages"][1:]
+           for block in message["content"]]
+    assert ids == [_rewritten("functions.get_weather:0")] * 2 + [_unique("functions.get_weather:0", 2)] * 2
+    assert body == AutoLLMClient("claude-sonnet-4-5", client_type="anthropic", api_key="k",
+                                 base_url="http://127.0.0.1:9").plan(copy.deepcopy(history), config).body

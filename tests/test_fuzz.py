@@ -15,6 +15,7 @@ import pytest
 
 from agenthub import AgentHubError, check_stream, collect
 from conftest import ROOT, run_parser, strip_ids, wire_streams
+from wirefuzz import json_paths
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -186,19 +187,7 @@ def _mutate_json(draw, data):
         doc = json.loads(raw.decode("utf-8"))
     except ValueError:
         return data
-    paths = []
-
-    def walk(node, path):
-        paths.append(path)
-        if isinstance(node, dict):
-            for key, value in node.items():
-                walk(value, path + (key,))
-        elif isinstance(node, list):
-            for index, value in enumerate(node):
-                walk(value, path + (index,))
-
-    walk(doc, ())
-    path = draw(st.sampled_from(paths))
+    path = draw(st.sampled_from(json_paths(doc)))
     value = draw(st.sampled_from(_WRONG))
     if not path:
         doc = value

@@ -316,6 +316,7 @@ def test_user_media_and_tool_result_images():
             {"type": "image", "uri": "https://example.com/cat.png", "mime_type": "image/png"},
             {"type": "audio", "data": "AAE=", "mime_type": "audio/wav"},
             {"type": "image", "data": "iVBORw==", "mime_type": "image/png"}]},
+        {"type": "thought", "signature": gemini.PLACEHOLDER_SIGNATURE},  # (an unsigned call, on Gemini 3)
         {"type": "function_call", "id": "fc_9", "name": "snap", "arguments": {}},
         {"type": "function_result", "call_id": "fc_9", "name": "snap", "result": [
             {"type": "text", "text": "done"}, {"type": "image", "uri": "https://example.com/s.jpg",
@@ -407,6 +408,32 @@ def test_generate_content_history_moves_to_interactions_and_back():
          "thoughtSignature": gemini.PLACEHOLDER_SIGNATURE},
         {"functionCall": {"id": "fc_tokyo_2", "name": "get_weather", "args": {"city": "Tokyo", "unit": "c"}}},
     ]}
+
+
+@pytest.mark.parametrize("model, placeholder", [(MODEL, True), ("gemini-2.5-flash", False)])
+def test_a_call_from_another_provider_gets_the_placeholder_signature_on_gemini_3(model, placeholder):
+    """Gemini 3 refuses a function call of the current turn without a thought signature ("Function call is missing a
+    thought_signature", a 400): a model turn of another provider's calls gets Google's documented placeholder in a
+    thought step before its first call, as generateContent gets it on that call; a turn with a signed thought
+    before its calls (the Interactions API's own) is sent as it came."""
+    claude = {"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "two cities", "fidelity": {"signature": "claude-sig"}},
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Paris"}, "tool_call_id": "toolu_1"},
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Tokyo"}, "tool_call_id": "toolu_2"}]}
+    results = user({"type": "tool_result", "text": "18C", "tool_call_id": "toolu_1"},
+                   {"type": "tool_result", "text": "22C", "tool_call_id": "toolu_2"})
+    steps = build([user("Weather in Paris and Tokyo?"), claude, results], model=model).body["input"]
+    assert steps[1:] == [
+        {"type": "model_output", "content": [{"type": "text", "text": "Checking."}]},
+        *([{"type": "thought", "signature": gemini.PLACEHOLDER_SIGNATURE}] if placeholder else []),
+        {"type": "function_call", "id": "toolu_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+        {"type": "function_call", "id": "toolu_2", "name": "get_weather", "arguments": {"city": "Tokyo"}},
+        {"type": "function_result", "call_id": "toolu_1", "name": "get_weather", "result": "18C"},
+        {"type": "function_result", "call_id": "toolu_2", "name": "get_weather", "result": "22C"}]
+    own = build([user("Weather in Paris and Tokyo?"), _tool_turn()], model=model).body["input"]
+    assert [step["type"] for step in own] == ["user_input", "thought", "function_call", "function_call"]
+    assert own[1]["signature"] == "CtUBAdHtim9sig/weather+A=="
 
 
 def test_a_second_function_call_on_a_step_index_whose_call_has_not_stopped_is_a_stream_protocol_error():

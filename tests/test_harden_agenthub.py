@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agenthub import (AutoLLMClient, ConfigError, RateLimitError, StreamProtocolError, ToolCallArgumentParseError,
-                      UpstreamError)
+                      UpstreamError, check_stream, collect)
 from agenthub.providers import openai_chat
 from agenthub.sse import SSEEvent
 from agenthub.stream import drive
@@ -164,7 +164,9 @@ def test_one_35_mb_event_is_read_in_linear_work():
     counted (every find/split/index on a bytes object of this thread, by its size), not timed."""
     import sys
     arguments = {"blob": "x" * (35 * 1024 * 1024)}
-    call = {"type": "tool_call", "name": "f", "tool_call_id": "c", "arguments": arguments}
+    # (the runs wire: the call announced with its whole arguments' text, then complete with "arguments": null)
+    announce = {"type": "partial_tool_call", "name": "f", "tool_call_id": "c", "arguments": json.dumps(arguments)}
+    call = {"type": "tool_call", "name": "f", "tool_call_id": "c", "arguments": None}
     scanned = [0, 0]  # bytes scanned, calls
 
     def profile(frame, event, arg):
@@ -175,7 +177,7 @@ def test_one_35_mb_event_is_read_in_linear_work():
                 scanned[1] += 1
 
     with SSEServer() as server:
-        body = b"".join(_frames(START, _delta(call), _stop(finish="tool_call")))
+        body = b"".join(_frames(START, _delta(announce), _delta(call), _stop(finish="tool_call")))
         server.answers.append(Answer([body[i:i + 1024 * 1024] for i in range(0, len(body), 1024 * 1024)]))
         sys.setprofile(profile)
         try:
@@ -209,3 +211,71 @@ def test_bytes_in_a_stop_or_document_from_the_server_still_decode():
         events = _run(server)
     assert [event["content_items"] for event in events] == [
         [], [{"type": "inline_data", "mime_type": "image/png", "data": b"hi"}], []]
+
+
+# -- the tool-call grammar of a server's stream (rule 5) ------------------------------------------------------------
+
+
+def _announced(name="f", call_id="c1", arguments=""):
+    return _delta({"type": "partial_tool_call", "name": name, "arguments": arguments, "tool_call_id": call_id})
+
+
+def _fragment(arguments, call_id=""):
+    return _delta({"type": "partial_tool_call", "name": "", "arguments": arguments, "tool_call_id": call_id})
+
+
+def _complete(arguments, name="f", call_id="c1"):
+    return _delta({"type": "tool_call", "name": name, "arguments": arguments, "tool_call_id": call_id})
+
+
+def _read(*events):
+    from agenthub.providers.agenthub_server import framing, parse_stream
+
+    body = b"".join(_frames(*events)) + b"data: [DONE]\n\n"
+    return list(drive(parse_stream(framing([body]), "agenthub"), "agenthub"))
+
+
+@pytest.mark.parametrize("events, said", [
+    ([_fragment('{"a": 1}'), _complete({"a": 1})], "an argument fragment for no tool call under way"),
+    ([_announced(), _announced("g", "c2"), _complete({})], "tool call 'g' announced while 'f' was under way"),
+    ([_announced(call_id=""), _complete({})], "tool call 'f' announced without a tool_call_id"),
+    ([_announced(), _fragment("{}", "c1"), _complete({})], "an argument fragment with a tool_call_id but no name"),
+    ([_complete({"a": 1})], "a tool_call for no call under way"),
+    ([_announced(), _fragment("{}"), _complete({}, call_id="c2")],
+     "a tool_call whose name or tool_call_id is not its announcement's"),
+    ([_announced(), _fragment('{"a": 1}'), _complete({"a": 2})], "a tool_call whose arguments are not its fragments' text"),
+    ([_announced(), _fragment('{"a": 1}')], "a stop event while tool call 'f' was under way"),
+])
+def test_a_server_stream_breaking_the_tool_call_grammar_is_a_stream_protocol_error(events, said):
+    """Found by the wire fuzzer (tests/wirefuzz.py): a server's (or a relay's) stream with a call's frames
+    dropped, repeated or changed was handed on as it came, events check_stream refuses (a fragment of no call,
+    a call that never completed, arguments that are not the fragments' text)."""
+    text = _delta({"type": "text", "text": "hi"})
+    with pytest.raises(StreamProtocolError) as info:
+        _read(START, text, *events, _stop(finish="tool_call"))
+    assert str(info.value) == "agenthub: the server sent " + said
+
+
+def test_a_server_stream_keeping_the_tool_call_grammar_is_read_as_it_came():
+    events = _read(START, _announced(arguments='{"a": '), _fragment("[1, "), _fragment("2]}"),
+                   _complete({"a": [1, 2]}), _announced("g", "c2"), _complete({}, "g", "c2"), _stop(finish="tool_call"))
+    check_stream(events)
+    assert [e["content_items"][0]["type"] for e in events[1:-1]] == [
+        "partial_tool_call", "partial_tool_call", "partial_tool_call", "tool_call", "partial_tool_call", "tool_call"]
+    assert events[4]["content_items"][0]["arguments"] == {"a": [1, 2]}
+
+
+def test_a_character_split_in_two_fragments_is_that_character_in_arguments_the_client_parses():
+    """The runs wire sends a complete call's arguments as null: the client parses its fragments' text, whose two
+    UTF-16 halves of one character (sent by the server as two fragments) are that character, as the server's
+    own assembler reads them (before: two lone surrogates, which the next turn refused with a ConfigError)."""
+    from agenthub.providers.agenthub_server import framing, parse_stream
+
+    body = (b"".join(_frames(START, _announced(arguments='{"a": "\ud83d'), _fragment('\ude00"}')))
+            + b'data: {"role":"assistant","event_type":"delta","content_items":[{"type":"tool_call","name":"f",'
+              b'"arguments":null,"tool_call_id":"c1"}],"usage_metadata":null,"finish_reason":null,"created_at":1}\n\n'
+            + b"".join(_frames(_stop(finish="tool_call"))))
+    events = list(drive(parse_stream(framing([body]), "agenthub"), "agenthub"))
+    check_stream(events)
+    assert events[3]["content_items"][0]["arguments"] == {"a": "\U0001f600"}
+    check_message(collect(events))

@@ -138,6 +138,22 @@ def test_ids_the_dialect_rewrites_and_calls_named_again(wire):
     _same_as_whole(client, messages)
 
 
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_an_assistant_message_after_the_previous_calls_last_one(wire):
+    """Gemini joins an assistant message right after another into one model content (a function call turn must
+    follow a user or function response turn): when the first is the last the previous call converted, the body is
+    still a whole conversion's (that content is not the kept one)."""
+    client = _client(wire)
+    messages = _history(1) + [{"role": "assistant", "content_items": [{"type": "text", "text": "more"}]}]
+    _same_as_whole(client, messages)
+    messages += _turn(1)
+    plan = _same_as_whole(client, messages)
+    if wire == "gemini":
+        assert [content["role"] for content in plan.body["contents"]] == ["user", "model", "user", "model", "user"]
+        assert plan.body["contents"][3]["parts"][:2] == [
+            {"text": "more"}, {"text": "turn 1 \u00e9"}]
+
+
 def test_foreign_items_and_a_compaction_on_the_responses_wire():
     client = _client("openai-responses")
     messages = _history(1)

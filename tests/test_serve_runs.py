@@ -221,10 +221,10 @@ def test_a_complete_call_with_its_arguments_ends_the_call_under_way():
     whole = (b'data: {"role":"assistant","event_type":"delta","content_items":[{"type":"tool_call","name":"f",'
              b'"arguments":{"a":2},"tool_call_id":"c1"}],"usage_metadata":null,"finish_reason":null,'
              b'"created_at":1}\n\n')
-    parts = _parts(_announce() + b"data: ~a1\n\n" + whole + STOP)
+    parts = _parts(_announce() + b"data: ~a2}\n\n" + whole + STOP)
     assert parts[-2]["arguments"] == {"a": 2}
     with pytest.raises(StreamProtocolError):
-        _parts(_announce() + b"data: ~a1}\n\n" + whole + _NULL_CALL + STOP)
+        _parts(_announce() + b"data: ~a2}\n\n" + whole + _NULL_CALL + STOP)
 
 
 # -- through a server: the agenthub client's events are the direct client's ---------------------------------------

@@ -13,7 +13,7 @@ import time
 import pytest
 import requests
 
-from agenthub import AutoLLMClient
+from agenthub import AutoLLMClient, check_stream
 from agenthub.errors import (AgentHubError, AuthenticationError, ConfigError, EmptyResponseError, RateLimitError,
                              ServerError, StreamProtocolError, TransportError, UpstreamError, error_from_json,
                              error_to_json)
@@ -745,6 +745,12 @@ FRAME_EVENTS = [
         {"type": "partial_tool_call", "name": "f", "arguments": "{\"a\": \"é", "tool_call_id": "c1"}],
      "usage_metadata": None, "finish_reason": None, "created_at": 3},
     {"role": "assistant", "event_type": "delta", "content_items": [
+        {"type": "partial_tool_call", "name": "", "arguments": "\"}", "tool_call_id": ""}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 3},
+    {"role": "assistant", "event_type": "delta", "content_items": [
+        {"type": "tool_call", "name": "f", "arguments": {"a": "é"}, "tool_call_id": "c1"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 3},
+    {"role": "assistant", "event_type": "delta", "content_items": [
         {"type": "thinking", "thinking": "", "fidelity": {"signature": "c2ln", "n": [1, 2.5, None, True]}}],
      "usage_metadata": None, "finish_reason": None, "created_at": 4},
     {"role": "assistant", "event_type": "delta", "content_items": [
@@ -767,7 +773,7 @@ def test_frames_are_the_events_as_json():
         frame = _encode_event(event)
         assert frame.startswith(b"data: {") and frame.endswith(b"}\n\n") and frame.count(b"\n") == 2
         assert json.loads(frame[6:].decode("ascii")) == to_jsonable(event)
-    assert b'{"__bytes__":"' + base64.b64encode(b"\x00\xff\x10") + b'"}' in _encode_event(FRAME_EVENTS[4])
+    assert b'{"__bytes__":"' + base64.b64encode(b"\x00\xff\x10") + b'"}' in _encode_event(FRAME_EVENTS[6])
 
 
 def test_parse_stream_restores_the_items_and_the_end():
@@ -1072,15 +1078,21 @@ def test_items_frames_are_read_and_bad_ones_refused():
 
     stop = (b'data: {"role":"assistant","event_type":"stop","content_items":[],"usage_metadata":null,'
             b'"finish_reason":"stop","created_at":1}\n\n')
-    body = (b'data: ["Hel","lo \\u00e9",["{\\"a\\""],{"type":"thinking","thinking":"t"},'
-            b'{"type":"inline_data","mime_type":"image/png","data":{"__bytes__":"AAE="}}]\n\n' + stop)
+    announce = b'data: ["x",{"type":"partial_tool_call","name":"f","arguments":"","tool_call_id":"c"}]\n\n'
+    complete = b'data: [{"type":"tool_call","name":"f","arguments":{"a":1},"tool_call_id":"c"}]\n\n'
+    body = (announce + b'data: ["Hel","lo \\u00e9",["{\\"a\\": 1}"],{"type":"thinking","thinking":"t"},'
+            b'{"type":"inline_data","mime_type":"image/png","data":{"__bytes__":"AAE="}}]\n\n' + complete + stop)
     parts = list(parse_stream(iter_events([body])))
-    assert parts[:-1] == [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo \u00e9"},
-                          {"type": "partial_tool_call", "name": "", "arguments": '{"a"', "tool_call_id": ""},
+    assert parts[:-1] == [{"type": "text", "text": "x"},
+                          {"type": "partial_tool_call", "name": "f", "arguments": "", "tool_call_id": "c"},
+                          {"type": "text", "text": "Hel"}, {"type": "text", "text": "lo \u00e9"},
+                          {"type": "partial_tool_call", "name": "", "arguments": '{"a": 1}', "tool_call_id": ""},
                           {"type": "thinking", "thinking": "t"},
-                          {"type": "inline_data", "mime_type": "image/png", "data": b"\x00\x01"}]
+                          {"type": "inline_data", "mime_type": "image/png", "data": b"\x00\x01"},
+                          {"type": "tool_call", "name": "f", "arguments": {"a": 1}, "tool_call_id": "c"}]
     events = list(drive(parse_stream(iter_events([body])), "agenthub"))
-    assert [e["event_type"] for e in events] == ["start"] + ["delta"] * 5 + ["stop"]
+    assert [e["event_type"] for e in events] == ["start"] + ["delta"] * 8 + ["stop"]
+    check_stream(events)
     deep = b'[{"type":"tool_call","name":"f","arguments":' + b"[" * 200 + b"]" * 200 + b',"tool_call_id":"c"}]'
     for bad in (b"[1]", b'[["a","b"]]', b"[[1]]", b'[{"type":"nope"}]', b'[{"type":"text","text":1}]', b"[", b'["a"',
                 deep):

@@ -278,6 +278,25 @@ def test_call_span_attributes_usage_and_no_content_by_default(otel):
     assert "SECRET PROMPT TEXT" not in dump and "hdr-secret-value" not in dump and "Hello" not in dump
 
 
+def test_an_int_past_64_bits_is_no_attribute(otel):
+    """check_config takes any int seed or max_tokens (a random 64-bit unsigned seed is past int64); OTLP carries
+    int64 only, and one such attribute made the exporter's encoding raise, losing the whole batch of spans it
+    was in.  An int outside int64 is left out; the call's other attributes stand."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.common.trace_encoder",
+                        reason="the OTLP encoder (a test oracle) is not installed")
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    otel.start()
+    drive(fake_call(config={"seed": 2 ** 64 - 1, "max_tokens": 2 ** 63, "temperature": 0.5}))
+    drive(fake_call(config={"seed": 2 ** 63 - 1, "max_tokens": -2 ** 63}))
+    past, edge = otel.exporter.get_finished_spans()
+    assert "gen_ai.request.seed" not in past.attributes and "gen_ai.request.max_tokens" not in past.attributes
+    assert past.attributes["gen_ai.request.temperature"] == 0.5
+    assert edge.attributes["gen_ai.request.seed"] == 2 ** 63 - 1
+    assert edge.attributes["gen_ai.request.max_tokens"] == -2 ** 63
+    encode_spans([past, edge])  # (raised ValueError: Value out of range)
+
+
 def test_metrics_and_bucket_boundaries(otel):
     otel.start()
     drive(fake_call())
@@ -333,6 +352,31 @@ def test_failover_answered_by_a_fallback_is_one_span_naming_the_route(otel):
     assert span.attributes["agenthub.attempts"] == 3
 
 
+def test_a_fallback_at_its_schemes_port_says_the_port_as_the_primary_does(otel):
+    """server.port is "Conditionally Required: if server.address is set": a fallback route's host names no port
+    when it is its scheme's (api.anthropic.com), and the span of a call it answered had server.address alone,
+    where the primary's says 443.  The fallback attempt's own server (known once it was encoded) is used."""
+    from agenthub import attempts
+
+    otel.start()
+    route = {"model": "claude-test", "client_type": "anthropic", "host": "api.anthropic.com"}
+    call = fake_call()
+    (hook,) = [h for h in attempts.registered() if isinstance(h, telemetry.GenAIHook)]
+    hook.on_call_start(call)
+    fallback = types.SimpleNamespace(call=call, route=route, provider="anthropic", server=None)
+    hook.before_attempt(fallback)
+    fallback.server = ("api.anthropic.com", 443)  # (the loop sets it when it encodes the attempt)
+    hook.on_done(fallback)
+    for event in EVENTS:
+        hook.on_event(call, event)
+    call.route, call.usage, call.finish_reason = route, EVENTS[-1]["usage_metadata"], "stop"
+    hook.on_call_end(call)
+    (span,) = otel.exporter.get_finished_spans()
+    assert (span.attributes["server.address"], span.attributes["server.port"]) == ("api.anthropic.com", 443)
+    ((attrs, _),) = metrics_of(otel.reader)["gen_ai.client.operation.duration"]
+    assert (attrs["server.address"], attrs["server.port"]) == ("api.anthropic.com", 443)
+
+
 def test_a_call_answered_from_a_cache_says_so(otel):
     otel.start()
     drive(fake_call(cache="hit", attempts=0))
@@ -377,6 +421,28 @@ def test_latest_names_with_the_opt_in(otel, monkeypatch):
         "gen_ai.client.inference.usage.cache_write.input_tokens": [20]}
     assert "gen_ai.client.inference.duration" in metrics
     assert "gen_ai.client.inference.time_to_first_chunk" in metrics
+
+
+def test_latest_usage_counters_say_their_modality_and_the_histograms_replace_token_usage(otel, monkeypatch):
+    """semantic-conventions-genai docs/gen-ai/non-normative/migration.md, "GenAI client token usage metric": the
+    gen_ai.client.inference.usage.* counters carry gen_ai.token.modality (Required; "unknown" when the provider
+    does not break usage down by it), and the per-operation histograms gen_ai.client.inference.operation.input_tokens
+    / output_tokens (token buckets) replace gen_ai.client.token.usage.  The counters had no modality, and no
+    histogram was recorded."""
+    monkeypatch.setenv(telemetry.OPT_IN_ENV, "gen_ai_latest_experimental")
+    otel.start()
+    drive(fake_call())
+    metrics = metrics_of(otel.reader)
+    base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-test",
+            "server.address": "api.openai.com", "server.port": 443, "gen_ai.response.model": "gpt-test"}
+    for name, value in (("input_tokens", 100), ("output_tokens", 7), ("cache_read.input_tokens", 30),
+                        ("reasoning.output_tokens", 5)):
+        ((attrs, point),) = metrics["gen_ai.client.inference.usage." + name]
+        assert attrs == dict(base, **{"gen_ai.token.modality": "unknown"}) and point.value == value, name
+    for name, value in (("input_tokens", 100), ("output_tokens", 7)):
+        ((attrs, point),) = metrics["gen_ai.client.inference.operation." + name]
+        assert attrs == base and (point.count, point.sum) == (1, value)
+        assert tuple(point.explicit_bounds) == telemetry.TOKEN_BUCKETS
 
 
 def test_cache_write_count_with_the_default_names(otel):
@@ -492,6 +558,36 @@ def test_captured_content_is_bounded_and_never_holds_a_url_credential(otel):
     assert "secret" not in dump and len(dump) < 6 * hook.CONTENT_LIMIT
 
 
+def test_a_tool_calls_structured_arguments_are_bounded_too(otel):
+    """A tool call's arguments are an object: each text inside it is cut at CONTENT_LIMIT as a message's text is
+    (a model writing a 5 MB file through a tool put 5 MB in the tool span, in the call's output messages and in
+    every later turn's input messages); the object keeps its shape."""
+    from agenthub.telemetry import hook
+
+    otel.start(capture_content=True)
+    huge = "y" * (hook.CONTENT_LIMIT + 10)
+    cut = "y" * hook.CONTENT_LIMIT + "...[10 more characters]"
+    arguments = {"path": "a.txt", "lines": [huge, "short"], "meta": {"body": huge, "n": 3}}
+    shaped = {"path": "a.txt", "lines": [cut, "short"], "meta": {"body": cut, "n": 3}}
+    call = {"type": "tool_call", "tool_call_id": "c1", "name": "write", "arguments": arguments}
+    answer = dict(EVENTS[1], content_items=[call])
+    drive(fake_call(messages=[{"role": "assistant", "content_items": [call]}]), events=[EVENTS[0], answer, EVENTS[-1]])
+    with telemetry.tool_span("write", "c1") as tool:
+        tool.set_arguments(arguments)
+    chat, run = otel.exporter.get_finished_spans()
+    assert json.loads(chat.attributes["gen_ai.input.messages"])[0]["parts"][0]["arguments"] == shaped
+    assert json.loads(chat.attributes["gen_ai.output.messages"])[0]["parts"][0]["arguments"] == shaped
+    assert json.loads(run.attributes["gen_ai.tool.call.arguments"]) == shaped
+    assert arguments["lines"][0] == huge  # (the caller's value itself is not changed)
+    # and a tool definition's texts (a description, a schema's), sent with every turn
+    tool = {"name": "write", "description": huge, "parameters": {"type": "object", "properties": {
+        "body": {"type": "string", "description": huge}}}}
+    drive(fake_call(config={"tools": [tool]}))
+    (defined,) = json.loads(otel.exporter.get_finished_spans()[-1].attributes["gen_ai.tool.definitions"])
+    assert defined == {"type": "function", "name": "write", "description": cut, "parameters": {
+        "type": "object", "properties": {"body": {"type": "string", "description": cut}}}}
+
+
 # -- tool, agent and MCP spans ---------------------------------------------------------------------------------------
 
 
@@ -528,6 +624,18 @@ def test_tool_span_with_capture(otel):
     assert json.loads(span.attributes["gen_ai.tool.call.arguments"]) == {"q": "cat"}
     result = json.loads(span.attributes["gen_ai.tool.call.result"])
     assert result == {"text": "a cat", "images": ["<data: URI, 26 characters>"]}
+
+
+def test_a_tool_results_image_url_is_captured_without_its_credentials(otel):
+    """A tool result's image URL (a presigned URL a tool returned) is shown as an input message's is: its query
+    values and user part ***; it went into gen_ai.tool.call.result as it was, signature and all."""
+    otel.start(capture_content=True)
+    with telemetry.tool_span("render", "call_1") as tool:
+        tool.set_result({"type": "tool_result", "text": "drawn", "images": [
+            "https://user:pw-secret@bucket.example/chart.png?X-Amz-Signature=sig-secret&X-Amz-Expires=60"]})
+    (span,) = otel.exporter.get_finished_spans()
+    assert json.loads(span.attributes["gen_ai.tool.call.result"]) == {"text": "drawn", "images": [
+        "https://***@bucket.example/chart.png?X-Amz-Signature=***&X-Amz-Expires=***"]}
 
 
 def test_mcp_span_and_trace_context_in_meta(otel):
@@ -905,6 +1013,9 @@ def test_failover_is_one_span_covering_every_route(otel):
     assert span.attributes["gen_ai.provider.name"] == "anthropic"
     assert span.attributes["agenthub.attempts"] == 2
     assert "error.type" not in span.attributes
+    # the server of the route that answered (both servers are 127.0.0.1: the port tells them apart)
+    assert (span.attributes["server.address"], span.attributes["server.port"]) == (
+        "127.0.0.1", int(up.url.rsplit(":", 1)[1]))
 
 
 @needs_call_hooks
@@ -972,6 +1083,24 @@ def test_an_interrupted_call_is_an_error_and_a_closed_one_is_not(otel, with_fall
     for thread in extra:
         thread.join(timeout=5)
     assert [thread for thread in extra if thread.is_alive()] == []
+
+
+@needs_call_hooks
+def test_a_client_hook_raising_at_the_calls_end_still_ends_the_span(otel):
+    """The process-wide hook runs after the client's own: one of those raising in on_call_end skipped it, the span
+    never ended and the call's record stayed in the hook forever."""
+    from agenthub.attempts import AttemptHook
+
+    class Raising(AttemptHook):
+        def on_call_end(self, call):
+            raise ValueError("a user hook broke")
+
+    otel.start()
+    with pytest.raises(ValueError, match="a user hook broke"):
+        _agenthub_call("openai-chat", "gpt-tel", "/v1", _read(FIXTURES, "chat_cached.sse"), hooks=[Raising()])
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "chat gpt-tel" and span.attributes["gen_ai.usage.input_tokens"] == 1200
+    assert telemetry.hook._state.hook._calls == {}
 
 
 def test_the_run_span_names_its_provider_only_under_the_conventions_that_ask_it(otel, monkeypatch):
@@ -1197,6 +1326,40 @@ def test_serve_continues_the_incoming_traceparent(otel):
     assert fresh.parent is None and format(fresh.context.trace_id, "032x") != trace_id
 
 
+def test_a_raising_propagator_breaks_no_served_request(otel, caplog):
+    """docs/telemetry.md: a propagator that raises is logged at DEBUG and the work goes on.  inject_meta kept that
+    promise; continue_trace (each request agenthub serve answers) raised the propagator's error into the request."""
+    import logging
+
+    from opentelemetry import propagate
+    from opentelemetry.propagators.textmap import TextMapPropagator
+
+    class Raising(TextMapPropagator):
+        def extract(self, carrier, context=None, getter=None):
+            raise RuntimeError("propagator bug")
+
+        def inject(self, carrier, context=None, setter=None):
+            raise RuntimeError("propagator bug")
+
+        @property
+        def fields(self):
+            return {"traceparent"}
+
+    caplog.set_level(logging.DEBUG, logger="agenthub")
+    before = propagate.get_global_textmap()
+    propagate.set_global_textmap(Raising())
+    try:
+        otel.start()
+        handle = telemetry.continue_trace({"HTTP_TRACEPARENT": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+        with handle:
+            pass
+        assert telemetry.inject_meta({"k": 1}) == {"k": 1}
+    finally:
+        propagate.set_global_textmap(before)
+    assert handle is telemetry._NOOP
+    assert "agenthub telemetry: the incoming trace context was not read" in caplog.text
+
+
 # -- jobs.run: a span per row under the job's span ---------------------------------------------------------------------
 
 
@@ -1226,6 +1389,35 @@ def test_jobs_run_makes_a_span_per_row_under_the_job_span(otel, tmp_path):
     assert {s.context.trace_id for s in spans} == {job.context.trace_id}
 
 
+def test_a_job_that_ends_in_an_exception_is_an_error_span(otel, tmp_path):
+    """A job stopped by an exception (here an interrupt from a hook, in a worker; the output file failing is
+    another) raises it from jobs.run; its invoke_workflow span said nothing of it (error.type "if the operation
+    ended in an error")."""
+    from agenthub import attempts, jobs
+    from agenthub.attempts import AttemptHook
+    from jobs_server import JobServer
+
+    class Interrupt(AttemptHook):
+        def before_attempt(self, attempt):
+            raise KeyboardInterrupt()
+
+    otel.start()
+    interrupt = Interrupt()
+    attempts.register(interrupt)
+    try:
+        with JobServer() as server:
+            row = {"id": "r0", "model": "deepseek-v4-flash", "client_type": "openai-chat", "base_url": server.base_url,
+                   "messages": [{"role": "user", "content_items": [{"type": "text", "text": "row"}]}]}
+            src = tmp_path / "in.jsonl"
+            src.write_text(json.dumps(row) + "\n")
+            with pytest.raises(KeyboardInterrupt):
+                jobs.run(str(src), str(tmp_path / "out.jsonl"), workers=1, progress=False)
+    finally:
+        attempts.unregister(interrupt)
+    (job,) = [s for s in otel.exporter.get_finished_spans() if s.name == "invoke_workflow agenthub.jobs"]
+    assert job.attributes["error.type"] == "KeyboardInterrupt" and job.status.status_code.name == "ERROR"
+
+
 def test_a_failure_inside_telemetry_never_breaks_the_call(otel, monkeypatch):
     otel.start(capture_content=True)
 
@@ -1234,6 +1426,9 @@ def test_a_failure_inside_telemetry_never_breaks_the_call(otel, monkeypatch):
 
     monkeypatch.setattr(telemetry.hook, "_request_attributes", broken)
     drive(fake_call())  # nothing raised
+    (started,) = otel.exporter.get_finished_spans()  # the span it had started still ends, with the call's numbers
+    assert started.attributes["gen_ai.usage.input_tokens"] == 100 and "gen_ai.request.max_tokens" not in started.attributes
+    assert telemetry.hook._state.hook._calls == {}
     monkeypatch.undo()
     otel.start(capture_content=True)
     monkeypatch.setattr(telemetry.hook, "_content_attributes", broken)
@@ -1375,6 +1570,43 @@ def test_a_tool_run_is_an_agent_span_over_its_calls_and_tools(otel):
     assert "Paris" not in json.dumps([dict(s.attributes) for s in spans])  # arguments only with capture
 
 
+@needs_call_hooks
+@pytest.mark.skipif(not _runner_wired(), reason="the tool runner is not wired to telemetry in this tree")
+def test_a_tool_the_run_stopped_waiting_for_ends_its_span_as_a_timeout(otel):
+    """A tool past its timeout: the run answers the model with a TimeoutError result and goes on, while Python
+    cannot stop the tool's thread.  Its execute_tool span ended only when the function returned: one that never
+    returns was never exported, and the trace said nothing of the timeout."""
+    from agenthub import AutoLLMClient, tool
+    from sse_server import Answer, SSEServer
+
+    release = threading.Event()
+
+    @tool(timeout=0.05)
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        release.wait(10)
+        return "late"
+
+    otel.start()
+    try:
+        with SSEServer() as server:
+            server.answers.extend([Answer([_read(FIXTURES, "chat_tool.sse")]),
+                                   Answer([_read(FIXTURES, "chat_cached.sse")])])
+            client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                                   max_retries=0)
+            result = client.run(ASK, tools=[get_weather]).result()
+        assert result.stop == "done"
+        (span,) = [s for s in otel.exporter.get_finished_spans() if s.name == "execute_tool get_weather"]
+        assert span.attributes["error.type"] == "timeout" and span.status.status_code.name == "ERROR"
+    finally:
+        release.set()
+    for thread in threading.enumerate():  # the timed-out tool's thread ran on; released, it ends
+        if thread.name.startswith("agenthub-tool-"):
+            thread.join(5)
+    (span,) = [s for s in otel.exporter.get_finished_spans() if s.name == "execute_tool get_weather"]
+    assert span.attributes["error.type"] == "timeout"  # (its late return changes nothing of it)
+
+
 # -- MCP: a CLIENT span per request, its trace context in params._meta, both eras -------------------------------------
 
 
@@ -1422,6 +1654,95 @@ def test_mcp_requests_are_spans_and_carry_the_trace_context_in_meta(otel, era, v
     meta = call["body"]["params"]["_meta"]
     assert meta["traceparent"] == "00-{:032x}-{:016x}-{:02x}".format(span.context.trace_id, span.context.span_id,
                                                                      int(span.context.trace_flags))
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
+                                             "telemetry yet")
+@pytest.mark.parametrize("era,method,version", [("legacy", "initialize", "2025-11-25"),
+                                                ("modern", "server/discover", "2026-07-28")])
+def test_the_handshake_is_a_span_and_carries_the_trace_context(otel, era, method, version):
+    """The MCP client span covers every request the client sends (the conventions' examples start with the
+    initialize span); the handshake went without a span and its request without the trace context, so a server
+    tracing it started a trace of its own."""
+    import requests
+
+    from agenthub import mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, era])
+    try:
+        with telemetry.agent_span("caller") as caller:
+            with mcp.connect(fake.url, timeout=10):
+                pass
+        seen = requests.get(fake.base + "/log", timeout=5).json()
+    finally:
+        fake.stop()
+    (sent,) = [r["body"] for r in seen if (r.get("body") or {}).get("method") == method]
+    span = {s.name: s for s in otel.exporter.get_finished_spans()}[method]
+    assert span.kind.name == "CLIENT" and span.parent.span_id == caller.span.context.span_id
+    assert dict(span.attributes) == {"mcp.method.name": method, "mcp.protocol.version": version,
+                                     "jsonrpc.request.id": str(sent["id"]), "server.address": "127.0.0.1",
+                                     "server.port": fake.port, "network.transport": "tcp",
+                                     "network.protocol.name": "http"}
+    assert sent["params"]["_meta"]["traceparent"] == "00-{:032x}-{:016x}-{:02x}".format(
+        span.context.trace_id, span.context.span_id, int(span.context.trace_flags))
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
+                                             "telemetry yet")
+def test_a_sampled_out_mcp_request_still_carries_the_trace_context(otel):
+    """A trace the sampler left out goes on with its traceparent (not sampled) so the server keeps the decision (the
+    MCP conventions: "SHOULD propagate context using the configured propagators"); a request whose span records
+    nothing went without _meta, and the server started a trace of its own."""
+    import requests
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    from agenthub import mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    sampled_out = TracerProvider(sampler=ALWAYS_OFF)
+    telemetry.instrument(sampled_out)
+    fake = Subprocess([FAKE_HTTP, "modern"])
+    try:
+        with sampled_out.get_tracer("test").start_as_current_span("caller") as caller:
+            with mcp.connect(fake.url, timeout=10) as server:
+                assert server.call_tool("echo", {"text": "hi"})["text"] == "hi"
+        seen = requests.get(fake.base + "/log", timeout=5).json()
+    finally:
+        fake.stop()
+        sampled_out.shutdown()
+    (call,) = [r for r in seen if (r.get("body") or {}).get("method") == "tools/call"]
+    version, trace_id, span_id, flags = call["body"]["params"]["_meta"]["traceparent"].split("-")
+    assert (version, trace_id) == ("00", "{:032x}".format(caller.get_span_context().trace_id))
+    assert int(flags, 16) & 1 == 0  # not sampled (the SDK may set the random-trace-id flag, 02)
+    assert span_id != "{:016x}".format(caller.get_span_context().span_id)  # the request's own span's id
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
+                                             "telemetry yet")
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_a_resource_read_names_its_uri_without_its_credentials(otel, era):
+    """The MCP client span: mcp.resource.uri is "Conditionally Required: When the client executes a request type
+    that includes a resource URI parameter" (resources/read); a URI's user part and query values are *** (a
+    signed URL's signature is a credential), as an image URL's are in content."""
+    from agenthub import mcp
+    from agenthub.mcp import MCPError
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, era])
+    try:
+        with mcp.connect(fake.url, timeout=10) as server:
+            with pytest.raises(MCPError):  # (this fake server has no resources: -32601)
+                server.read_resource("https://user:pw-secret@files.example/report.pdf?sig=sig-secret&v=2")
+    finally:
+        fake.stop()
+    span = {s.name: s for s in otel.exporter.get_finished_spans()}["resources/read"]
+    assert span.attributes["mcp.method.name"] == "resources/read"
+    assert span.attributes["mcp.resource.uri"] == "https://***@files.example/report.pdf?sig=***&v=***"
+    assert "secret" not in json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()])
 
 
 @pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
@@ -1483,6 +1804,48 @@ def test_a_run_built_and_iterated_in_a_callers_span_holds_its_tools_list_span_to
     assert len(listings) == 2 and all(s.parent.span_id == caller.span.context.span_id for s in listings)
     assert agent.parent.span_id == caller.span.context.span_id
     assert {s.context.trace_id for s in listings + [agent]} == {caller.span.context.trace_id}
+
+
+@needs_call_hooks
+@pytest.mark.skipif(not (_mcp_wired() and _runner_wired()), reason="the MCP client or the tool runner is not wired "
+                                                                   "to telemetry in this tree")
+def test_an_mcp_tool_a_run_calls_is_one_execute_tool_span_with_the_mcp_attributes(otel):
+    """The MCP conventions: "If the MCP instrumentation can reliably detect that outer GenAI instrumentation is
+    already tracing the tool execution, it SHOULD NOT create a separate span.  Instead, it SHOULD add MCP-specific
+    attributes to the existing tool execution span."  A run's call of an MCP tool was two execute_tool spans (the
+    run's and the MCP client's), so every such tool execution counted twice."""
+    import requests
+
+    from agenthub import AutoLLMClient, mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+    calls_echo = _read(FIXTURES, "chat_tool.sse").replace(b"get_weather", b"echo").replace(b"city", b"text")
+    fake = Subprocess([FAKE_HTTP, "modern"])
+    try:
+        with SSEServer() as server, mcp.connect(fake.url, timeout=10) as handle:
+            server.answers.extend([Answer([calls_echo]), Answer([_read(FIXTURES, "chat_cached.sse")])])
+            client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                                   max_retries=0)
+            result = client.run(ASK, tools=[handle]).result()
+        seen = requests.get(fake.base + "/log", timeout=5).json()
+    finally:
+        fake.stop()
+    assert result.stop == "done"
+    (sent,) = [r["body"] for r in seen if (r.get("body") or {}).get("method") == "tools/call"]
+    spans = otel.exporter.get_finished_spans()
+    assert [s.name for s in spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"] == ["execute_tool echo"]
+    (tool,) = [s for s in spans if s.name == "execute_tool echo"]
+    (run,) = [s for s in spans if s.name == "invoke_agent"]
+    assert tool.parent.span_id == run.context.span_id and tool.kind.name == "INTERNAL"
+    assert dict(tool.attributes) == {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo", "gen_ai.tool.call.id": "call_tel1",
+        "gen_ai.tool.type": "extension", "mcp.method.name": "tools/call", "mcp.protocol.version": "2026-07-28",
+        "jsonrpc.request.id": str(sent["id"]), "server.address": "127.0.0.1", "server.port": fake.port,
+        "network.transport": "tcp", "network.protocol.name": "http"}
+    assert sent["params"]["_meta"]["traceparent"] == "00-{:032x}-{:016x}-{:02x}".format(
+        tool.context.trace_id, tool.context.span_id, int(tool.context.trace_flags))
 
 
 def test_an_sdk_configured_globally_after_instrument_is_used():

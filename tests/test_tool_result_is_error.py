@@ -145,6 +145,7 @@ def test_gemini_function_responses_share_one_content_the_error_one_as_response_e
 
 def test_gemini_interactions_function_results_the_error_one_with_is_error_true():
     assert _interactions()["input"][1:] == [
+        {"type": "thought", "signature": "skip_thought_signature_validator"},  # (unsigned calls, on Gemini 3)
         {"type": "function_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}},
         {"type": "function_call", "id": "call_2", "name": "get_time", "arguments": {}},
         {"type": "function_result", "call_id": "call_1", "name": "get_weather", "result": [

@@ -20,7 +20,8 @@ first user message), or the exact error.  The cases are the ones a wire got wron
 - an item carrying Anthropic's ``cache_control`` (no wire reads it from an item: the breakpoint was lost unseen)
   is a ConfigError naming agenthub's mark, ``cache_breakpoint``;
 - an image type Claude does not take (its four: JPEG, PNG, GIF, WebP) is an error before sending on Anthropic as on
-  Bedrock, as one Gemini does not take (PNG, JPEG, WebP, HEIC, HEIF) is on Gemini, and one OpenAI does not (PNG,
+  Bedrock, as one Gemini does not take (PNG, JPEG, WebP, HEIC, HEIF) is on Gemini, one outside the Interactions
+  API's enum (those, GIF, BMP, TIFF) is on Interactions, and one OpenAI does not (PNG,
   JPEG, WebP, GIF) at the hosts that run OpenAI's models (the local server here is not checked: see
   test_an_image_type_the_host_does_not_take_is_refused_before_sending); ``image/jpg`` (a common misspelling) goes
   as the ``image/jpeg`` it means on every wire that is given the bytes (Anthropic sent it as it was: a 400);
@@ -99,6 +100,9 @@ CASES = {
                            {"type": "inline_data", "data": b"<svg/>", "mime_type": "image/svg+xml"})],
     "Anthropic's cache_control on an item": [_user({"type": "text", "text": "q",
                                                     "cache_control": {"type": "ephemeral"}})],
+    "two assistant messages in a row": [ASK, {"role": "assistant", "content_items": [
+        {"type": "text", "text": "let me see"}]}, CALLS, _user(_result("c1", "r1"), _result("c2", "r2"))],
+    "an assistant message first": [CALLS, _user(_result("c1", "r1"), _result("c2", "r2"))],
     "images in an assistant turn": [ASK, {"role": "assistant", "content_items": [
         {"type": "text", "text": "here"}, {"type": "inline_data", "data": b"\x89PNG", "mime_type": "image/png"},
         {"type": "image_url", "image_url": PNG_URL}]}, _user({"type": "text", "text": "nice"})],
@@ -161,7 +165,8 @@ CALLED = {  # the assistant turn of CALLS as each wire sends it
                      'thoughtSignature': 'skip_thought_signature_validator'},
                     {'functionCall': {'id': 'c2', 'name': 'g', 'args': {}}}]}],
     'gemini-interactions':
-        [{'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
+        [{'type': 'thought', 'signature': 'skip_thought_signature_validator'},
+         {'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
          {'type': 'function_call', 'id': 'c2', 'name': 'g', 'arguments': {}}],
     'bedrock':
         [{'role': 'assistant',
@@ -370,14 +375,11 @@ EXPECT = {
                                           'parts': [{'inlineData': {'mimeType': 'application/pdf',
                                                                     'data': PDF_B64}}]}},
                     {'functionResponse': {'name': 'g', 'id': 'c2', 'response': {'result': 'r2'}}}]}],
-    ('gemini-interactions', 'a PDF data URI in a tool result'):
+    ('gemini-interactions', 'a PDF data URI in a tool result'):  # (a function result holds text and images only)
         [*CALLED['gemini-interactions'],
-         {'type': 'function_result',
-          'call_id': 'c1',
-          'name': 'f',
-          'result': [{'type': 'text', 'text': 'r1'},
-                     {'type': 'document', 'data': PDF_B64, 'mime_type': 'application/pdf'}]},
-         {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'}],
+         {'type': 'function_result', 'call_id': 'c1', 'name': 'f', 'result': 'r1'},
+         {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'},
+         {'type': 'user_input', 'content': [{'type': 'document', 'data': PDF_B64, 'mime_type': 'application/pdf'}]}],
     ('bedrock', 'a PDF data URI in a tool result'):
         [*CALLED['bedrock'],
          {'role': 'user',
@@ -423,8 +425,7 @@ EXPECT = {
          {'role': 'user', 'parts': [{'text': '\t'}]}],
     ('gemini-interactions', 'white space alone as text'):
         [{'type': 'model_output', 'content': [{'type': 'text', 'text': '\n\n'}]},
-         {'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
-         {'type': 'function_call', 'id': 'c2', 'name': 'g', 'arguments': {}},
+         *CALLED['gemini-interactions'],
          {'type': 'function_result', 'call_id': 'c1', 'name': 'f', 'result': ' '},
          {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'},
          {'type': 'user_input', 'content': [{'type': 'text', 'text': '\t'}]}],
@@ -530,9 +531,9 @@ EXPECT = {
          'gemini: inline_data of type image/svg+xml cannot be sent over the Gemini API (its images are PNG, JPEG, '
          'WebP, HEIC or HEIF)'),
     ('gemini-interactions', 'an SVG image'):
-        [{'type': 'user_input',
-          'content': [{'type': 'text', 'text': 'q'},
-                      {'type': 'image', 'data': 'PHN2Zy8+', 'mime_type': 'image/svg+xml'}]}],
+        (UnsupportedParameterError,
+         'gemini-interactions: inline_data of type image/svg+xml cannot be sent over the Interactions API (its images '
+         'are PNG, JPEG, WebP, HEIC, HEIF, GIF, BMP or TIFF)'),
     ('bedrock', 'an SVG image'):
         (UnsupportedParameterError,
          'bedrock: inline_data of type image/svg+xml cannot be sent over Bedrock Converse'),
@@ -587,6 +588,61 @@ EXPECT.update({(wire, "text between the results"): EXPECT[(wire, "text before th
 # must come first"; Chat Completions: the tool messages follow the assistant message; Gemini: the function response
 # turn follows the function call turn), as Bedrock joins consecutive user messages; the Responses API's input items
 # keep the order
+RESULTS = {  # the results of CALLS ("r1", "r2") as each wire sends them
+    "openai-chat": [{'role': 'tool', 'tool_call_id': 'c1', 'content': 'r1'},
+                    {'role': 'tool', 'tool_call_id': 'c2', 'content': 'r2'}],
+    "openai-responses": [{'type': 'function_call_output', 'call_id': 'c1', 'output': 'r1'},
+                         {'type': 'function_call_output', 'call_id': 'c2', 'output': 'r2'}],
+    "anthropic": [{'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 'c1', 'content': 'r1'},
+                                               {'type': 'tool_result', 'tool_use_id': 'c2', 'content': 'r2'}]}],
+    "gemini": [{'role': 'user',
+                'parts': [{'functionResponse': {'name': 'f', 'id': 'c1', 'response': {'result': 'r1'}}},
+                          {'functionResponse': {'name': 'g', 'id': 'c2', 'response': {'result': 'r2'}}}]}],
+    "gemini-interactions": [{'type': 'function_result', 'call_id': 'c1', 'name': 'f', 'result': 'r1'},
+                            {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'}],
+}
+# -- two assistant messages in a row: Gemini takes a function call turn only after a user turn or a function
+# response turn ("Please ensure that function call turn comes immediately after a user turn or after a function
+# response turn", a 400): the second joins the first's model content, as Bedrock joins them; Anthropic's API joins
+# consecutive turns of a role itself; Chat Completions and the steps of Responses and Interactions take them apart
+EXPECT.update({
+    ('openai-chat', 'two assistant messages in a row'):
+        [{'role': 'assistant', 'content': 'let me see'}, *CALLED['openai-chat'], *RESULTS['openai-chat']],
+    ('openai-responses', 'two assistant messages in a row'):
+        [{'type': 'message', 'role': 'assistant',
+          'content': [{'type': 'output_text', 'text': 'let me see', 'annotations': []}]},
+         *CALLED['openai-responses'], *RESULTS['openai-responses']],
+    ('anthropic', 'two assistant messages in a row'):
+        [{'role': 'assistant', 'content': [{'type': 'text', 'text': 'let me see'}]}, *CALLED['anthropic'],
+         *RESULTS['anthropic']],
+    ('gemini', 'two assistant messages in a row'):
+        [{'role': 'model', 'parts': [{'text': 'let me see'}, *CALLED['gemini'][0]['parts']]}, *RESULTS['gemini']],
+    ('gemini-interactions', 'two assistant messages in a row'):
+        [{'type': 'model_output', 'content': [{'type': 'text', 'text': 'let me see'}]},
+         *CALLED['gemini-interactions'], *RESULTS['gemini-interactions']],
+    ('bedrock', 'two assistant messages in a row'):
+        [{'role': 'assistant', 'content': [{'text': 'let me see'}, *CALLED['bedrock'][0]['content']]},
+         {'role': 'user', 'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': 'r1'}]}},
+                                      {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
+                                      {'cachePoint': {'type': 'default'}}]}],
+})
+# -- an assistant message first (a history cut to fit the context window): Bedrock Converse refuses it ("A conversation
+# must start with a user message", a 400), Gemini a function call turn first ("Please ensure that function call turn
+# comes immediately after a user turn or after a function response turn"); the others take it
+EXPECT.update({
+    ('openai-chat', 'an assistant message first'): [*CALLED['openai-chat'], *RESULTS['openai-chat']],
+    ('openai-responses', 'an assistant message first'): [*CALLED['openai-responses'], *RESULTS['openai-responses']],
+    ('anthropic', 'an assistant message first'): [*CALLED['anthropic'], *RESULTS['anthropic']],
+    ('gemini', 'an assistant message first'):
+        (ConfigError, "gemini: the messages start with an assistant message holding tool calls, which Gemini refuses "
+                      "(a function call turn comes right after a user turn or a function response turn): begin with "
+                      "the user message it answered"),
+    ('gemini-interactions', 'an assistant message first'):
+        [*CALLED['gemini-interactions'], *RESULTS['gemini-interactions']],
+    ('bedrock', 'an assistant message first'):
+        (ConfigError, "bedrock: the messages start with an assistant message, which Bedrock Converse refuses (a "
+                      "conversation starts with a user message): begin with the user message it answered"),
+})
 EXPECT.update({(wire, "a text message before the results' message"): EXPECT[(wire, "text before the results")]
                for wire in WIRES})
 
@@ -636,10 +692,16 @@ IMAGE_HOSTS = {
     ("openai-responses", "gpt-5.5", "https://api.openai.com/v1"): ("PNG, JPEG, WebP or GIF", "the Responses API"),
     ("gemini", "gemini-3.5-flash", "https://generativelanguage.googleapis.com"):
         ("PNG, JPEG, WebP, HEIC or HEIF", "the Gemini API"),
+    # (the Interactions API's image mime_type is an enum of eight: google-genai's ImageContentMimeType)
+    ("gemini-interactions", "gemini-3.5-flash", "https://generativelanguage.googleapis.com"):
+        ("PNG, JPEG, WebP, HEIC, HEIF, GIF, BMP or TIFF", "the Interactions API"),
 }
 TAKEN = {"PNG, JPEG, WebP or GIF": {"image/png", "image/jpeg", "image/jpg", "image/webp", "image/gif"},
          "PNG, JPEG, WebP, HEIC or HEIF": {"image/png", "image/jpeg", "image/jpg", "image/webp", "image/heic",
-                                           "image/heif"}}
+                                           "image/heif"},
+         "PNG, JPEG, WebP, HEIC, HEIF, GIF, BMP or TIFF": {"image/png", "image/jpeg", "image/jpg", "image/webp",
+                                                           "image/heic", "image/heif", "image/gif", "image/bmp",
+                                                           "image/tiff"}}
 
 
 def _image_cases(mime):
@@ -667,22 +729,35 @@ def test_an_image_type_the_host_does_not_take_is_refused_before_sending(host, mi
             client_type, mime, wire, names), how
 
 
-@pytest.mark.parametrize("url,refused", [("https://files.example/a.gif", "image/gif"),
-                                         ("gs://bucket/b.svg?x=1", "image/svg+xml"),
-                                         ("https://files.example/c.png", None), ("https://files.example/d", None)])
-def test_a_gemini_image_url_whose_extension_names_a_type_gemini_refuses_is_refused(url, refused):
-    """Gemini's fileData goes with the type the URL's extension names: one Gemini does not take is refused."""
-    client = AutoLLMClient("gemini-3.5-flash", client_type="gemini", api_key="k",
+#: wire -> (the images it takes, in its errors; the API's name)
+URL_IMAGES = {"gemini": ("PNG, JPEG, WebP, HEIC or HEIF", "the Gemini API"),
+              "gemini-interactions": ("PNG, JPEG, WebP, HEIC, HEIF, GIF, BMP or TIFF", "the Interactions API")}
+
+
+@pytest.mark.parametrize("wire,url,refused", [
+    ("gemini", "https://files.example/a.gif", "image/gif"), ("gemini", "gs://bucket/b.svg?x=1", "image/svg+xml"),
+    ("gemini", "https://files.example/c.png", None), ("gemini", "https://files.example/d", None),
+    ("gemini-interactions", "https://files.example/a.svg", "image/svg+xml"),
+    ("gemini-interactions", "https://files.example/c.gif", None),
+    ("gemini-interactions", "https://files.example/d", None)])
+def test_an_image_url_whose_extension_names_a_type_the_wire_refuses_is_refused(wire, url, refused):
+    """Gemini's fileData and the Interactions API's image block go with the type the URL's extension names: one the
+    wire does not take is refused, in a user message, an assistant message and a tool result alike."""
+    client = AutoLLMClient("gemini-3.5-flash", client_type=wire, api_key="k",
                            base_url="https://generativelanguage.googleapis.com")
-    messages = [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": url})]
-    if refused is None:
-        client.plan(messages, CONFIG)
-        return
-    with pytest.raises(UnsupportedParameterError) as caught:
-        client.plan(messages, CONFIG)
-    assert str(caught.value) == ("gemini: image_url of type {} cannot be sent over the Gemini API (its images are "
-                                 "PNG, JPEG, WebP, HEIC or HEIF)".format(refused))
-    assert caught.value.parameter == "image_url"
+    image = {"type": "image_url", "image_url": url}
+    for messages in ([_user({"type": "text", "text": "q"}, image)],
+                     [ASK, {"role": "assistant", "content_items": [image]}, _user({"type": "text", "text": "ok"})],
+                     [ASK, CALLS, _user(_result("c1", "r1", images=[url]), _result("c2", "r2"))]):
+        if refused is None:
+            client.plan(messages, CONFIG)
+            continue
+        with pytest.raises(UnsupportedParameterError) as caught:
+            client.plan(messages, CONFIG)
+        names, api = URL_IMAGES[wire]
+        assert str(caught.value) == "{}: image_url of type {} cannot be sent over {} (its images are {})".format(
+            wire, refused, api, names)
+        assert caught.value.parameter == "image_url"
 
 
 def test_a_local_chat_server_is_sent_any_image_type():
@@ -823,3 +898,14 @@ def test_a_recorded_chat_answer_goes_back_with_its_reasoning_field_text_and_call
     sent = dict(_after_ask(body["messages"])[0])
     sent.pop("reasoning_details", None)  # (OpenRouter's signed details: checked by test_openai_chat)
     assert sent == wire
+
+
+def test_results_given_one_message_each_go_as_one_turn(aws_env):
+    """The results of one model turn's calls given one user message each (as Chat Completions' tool messages come):
+    Gemini takes the turn right after a function call turn as all its responses ("the number of function response
+    parts is equal to the number of function call parts", a 400), so they go as one content there, and as one
+    message on Claude's wires, the same as given in one message."""
+    split = [ASK, CALLS, _user(_result("c1", "r1")), _user(_result("c2", "r2"))]
+    together = [ASK, CALLS, _user(_result("c1", "r1"), _result("c2", "r2"))]
+    for wire in WIRES:
+        assert _send(wire, split, aws_env)[0] == _send(wire, together, aws_env)[0], wire

@@ -851,10 +851,14 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
         state.output_retries = output_retries
         count = min(workers, max(1, sum(counts.values())))
         state.job_span = workflow_span("agenthub.jobs", {"agenthub.job.rows": summary.total})
+        ended = None  # type: Optional[BaseException]  # what stopped the job (its span's error.type)
         try:
             _drive(state, count, grace, show) if routes else None
+        except BaseException as exc:
+            ended = exc
+            raise
         finally:
-            state.job_span.end()
+            state.job_span.end(ended if ended is not None else state.error)
         if state.error is not None:
             raise state.error
     finally:

@@ -18,8 +18,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Un
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, \
     UpstreamError
 from .._redact import scrub_text
-from ..telemetry import (JSONRPC_REQUEST_ID, RPC_RESPONSE_STATUS_CODE, inject_meta,  # a CLIENT span per request,
-                         mcp_span)  # its trace context in _meta (no-ops uninstrumented)
+# a CLIENT span per request, its trace context in _meta (no-ops uninstrumented)
+from ..telemetry import (JSONRPC_REQUEST_ID, MCP_PROTOCOL_VERSION, RPC_RESPONSE_STATUS_CODE, inject_meta,
+                         is_instrumented, mcp_span)
 from . import jsonrpc, results
 from .jsonrpc import MCPError, Message
 from .channel import CHANNELS, Channel, scrub
@@ -42,6 +43,27 @@ MAX_LIST_BYTES = 32 * 1024 * 1024
 MAX_TOOLS = 1000
 #: seconds close() spends, in all, telling a handshake-era HTTP server which requests it ended
 CANCEL_SECONDS = 2.0
+#: the requests whose params name a resource URI (its span's mcp.resource.uri)
+_RESOURCE_METHODS = ("resources/read", "resources/subscribe", "resources/unsubscribe")
+
+
+def _traced(message: Dict[str, Any]) -> None:
+    """The W3C trace context in ``message``'s ``params._meta`` (inside its span's ``with``: the MCP conventions,
+    both eras), a sampled-out one too (not sampled: the server keeps the decision instead of starting a trace)."""
+    if is_instrumented():
+        params = message.get("params")
+        params = message["params"] = dict(params) if isinstance(params, dict) else {}
+        params["_meta"] = inject_meta(params.get("_meta"))
+
+
+def _answered_error(span: Any, error: AgentHubError) -> None:
+    """An MCP error answer on its span: error.type and rpc.response.status_code its JSON-RPC code as a string (the
+    MCP conventions), never its message."""
+    if isinstance(error, MCPError):
+        code = error.code if isinstance(error.code, int) and not isinstance(error.code, bool) else None
+        if code is not None:  # rpc.response.status_code too ("If response contains an error code")
+            span.set_attribute(RPC_RESPONSE_STATUS_CODE, str(code))
+        span.set_error(str(code) if code is not None else type(error).__name__)
 
 #: the era learnt per HTTP origin ((scheme, host, port) -> "modern" | "legacy"): 2026-07-28 basic/versioning
 #: "clients SHOULD cache the result for the lifetime of the ... origin (HTTP)"
@@ -183,6 +205,11 @@ class Server(object):
             with _ERAS_LOCK:
                 _ERAS[self._origin] = era
 
+    def _handshake_span(self, method: str, ident: Any) -> Any:
+        """The CLIENT span of a handshake request (``initialize``, ``server/discover``)."""
+        return mcp_span(method, request_id=ident, server=self._channel.span_server,
+                        transport=self._channel.span_transport)
+
     def _discover(self) -> bool:
         """server/discover: True when the server is modern; False when it names handshake revisions only."""
         session = self._session
@@ -193,18 +220,24 @@ class Server(object):
         for _ in range(len(MODERN_VERSIONS) + 1):
             ident, message = session.discover_request()
             self._probe = ident
-            try:
-                answer = self._channel.exchange(message, session.headers(message), timeout)
-                result = session.outcome("server/discover", answer.message, answer.status)
-            except MCPError as error:
-                if error.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION:
-                    said = session.version_refused(error)
-                    if said == TRY_AGAIN:
-                        continue
-                    if said == FALL_BACK:
-                        return False
-                raise
-            return session.accept_discover(result)
+            with self._handshake_span("server/discover", ident) as span:
+                _traced(message)
+                try:
+                    answer = self._channel.exchange(message, session.headers(message), timeout)
+                    result = session.outcome("server/discover", answer.message, answer.status)
+                except MCPError as error:
+                    _answered_error(span, error)
+                    if error.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION:
+                        said = session.version_refused(error)
+                        if said == TRY_AGAIN:
+                            continue
+                        if said == FALL_BACK:
+                            return False
+                    raise
+                modern = session.accept_discover(result)
+                if modern and session.version:
+                    span.set_attribute(MCP_PROTOCOL_VERSION, session.version)
+                return modern
         raise StreamProtocolError("{}: no protocol version agreed".format(self._channel.label),
                                   client=self._channel.label)  # pragma: no cover
 
@@ -216,16 +249,25 @@ class Server(object):
         ident, message = session.initialize_request()
         budget = self._budget(until)
         deadline = time.monotonic() + budget
-        try:
-            answer = self._channel.exchange(message, session.headers(message), budget,
-                                            lambda message: self._on_message(message, deadline))
-        except AgentHubError as error:
-            self._refuse_http_sse(error)
-            raise
-        result = session.outcome("initialize", answer.message, answer.status)
-        if answer.headers is not None:
-            session.take_session_id(answer.headers.get("mcp-session-id"))
-        notice = session.accept_initialize(result)
+        with self._handshake_span("initialize", ident) as span:
+            _traced(message)
+            try:
+                answer = self._channel.exchange(message, session.headers(message), budget,
+                                                lambda message: self._on_message(message, deadline))
+            except AgentHubError as error:
+                _answered_error(span, error)
+                self._refuse_http_sse(error)
+                raise
+            try:
+                result = session.outcome("initialize", answer.message, answer.status)
+            except AgentHubError as error:
+                _answered_error(span, error)
+                raise
+            if answer.headers is not None:
+                session.take_session_id(answer.headers.get("mcp-session-id"))
+            notice = session.accept_initialize(result)
+            if session.version:
+                span.set_attribute(MCP_PROTOCOL_VERSION, session.version)
         self._channel.post(notice, session.headers(notice), self._budget(until))
         self._generation += 1
         with self._lock:
@@ -326,20 +368,18 @@ class Server(object):
         session = self._session
         channel = self._channel
         target = (params or {}).get("name") if method in ("tools/call", "prompts/get") else None
+        uri = (params or {}).get("uri") if method in _RESOURCE_METHODS else None
         with mcp_span(method, session.version, session.session_id if session.era == "legacy" else None,
                       target=target if isinstance(target, str) else None,
-                      server=channel.span_server, transport=channel.span_transport) as span:
-            if span.recording:  # the W3C trace context in params._meta (the MCP conventions, both eras)
+                      server=channel.span_server, transport=channel.span_transport,
+                      resource_uri=scrub_text(uri, channel.secrets) if isinstance(uri, str) else None) as span:
+            if is_instrumented():  # the W3C trace context in params._meta (see _traced)
                 params = dict(params or {}, _meta=inject_meta((params or {}).get("_meta")))
             try:
                 result = self._request(method, params, timeout, headers, span, on_progress)
             except AgentHubError as error:
                 scrub(error, channel.secrets)  # an error answer (read here, not by the channel) may echo a credential
-                if isinstance(error, MCPError):  # the MCP conventions: error.type the JSON-RPC code as a string,
-                    code = error.code if isinstance(error.code, int) and not isinstance(error.code, bool) else None
-                    if code is not None:  # rpc.response.status_code too ("If response contains an error code")
-                        span.set_attribute(RPC_RESPONSE_STATUS_CODE, str(code))
-                    span.set_error(str(code) if code is not None else type(error).__name__)
+                _answered_error(span, error)
                 raise
             if method == "tools/call" and isinstance(result, dict) and result.get("isError") is True:
                 span.set_error("tool_error")

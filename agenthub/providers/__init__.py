@@ -110,8 +110,10 @@ DIALECTS = {record.name: record for record in [
             call_ids=(None, 40),
             marks=[("openai-chat", ("reasoning_field", "reasoning_details", "thinking_blocks", "issued_id"))],
             reads=("openai-chat",), compaction=None, batch_api="chat"),
+    # the Responses API refuses a call_id of more than 64 characters ("string too long. Expected a string with
+    # maximum length 64", a 400); its own are shorter
     Dialect("openai-responses", "openai_responses", operation="chat", provider_by_host=True,
-            tool_names=_OPENAI_NAMES, call_ids=ANY_ID,
+            tool_names=_OPENAI_NAMES, call_ids=(None, 64),
             marks=[("openai-responses", ("channel", "encrypted_content"))],
             reads=("openai-responses",), compaction="openai", batch_api="responses"),
     Dialect("anthropic", "anthropic", operation="chat", provider_by_host=False, tool_names=_ANTHROPIC_NAMES,

@@ -655,8 +655,10 @@ def media_type(mime_type: str) -> str:
 #: HEIF: its "supported image formats"; GIF is refused)
 OPENAI_IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
 GEMINI_IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/heic", "image/heif")
+#: the Interactions API's: its image ``mime_type`` is an enum of eight (google-genai's ImageContentMimeType)
+INTERACTIONS_IMAGE_TYPES = GEMINI_IMAGE_TYPES + ("image/gif", "image/bmp", "image/tiff")
 _IMAGE_NAMES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WebP", "image/gif": "GIF",
-                "image/heic": "HEIC", "image/heif": "HEIF"}
+                "image/heic": "HEIC", "image/heif": "HEIF", "image/bmp": "BMP", "image/tiff": "TIFF"}
 
 
 def check_image_type(client: str, mime_type: str, accepted: Sequence[str], wire: str,

@@ -26,9 +26,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
-from ..stream import StreamEnd, item_problem, with_usage_extras
+from ..stream import StreamEnd, item_problem, text_is_utf8, with_usage_extras
 from ..toolcalls import read_arguments
-from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable, too_deep
+from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable, paired_halves, too_deep
 from ..types import to_jsonable as _jsonable
 from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
 from ._common import refuse_mcp_servers
@@ -137,7 +137,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
     loads = json.loads
     scan = _scan
     head, tail, start = _DELTA_HEAD, _DELTA_TAIL, _HEAD_LEN
-    call = None  # type: Optional[List[str]]  # the argument text of the call under way, as it came
+    call = None  # type: Optional[_Call]  # the call under way: its announcement, its argument text as it came
     for frame in events:
         if frame.__class__ is str:  # a plain data frame (see framing)
             data = frame
@@ -151,8 +151,9 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
                 for piece in pieces:
                     yield {"type": "text", "text": piece}
             else:
-                if call is not None:
-                    call.extend(pieces)
+                if call is None:
+                    raise _malformed(client, "argument fragments for no tool call under way")
+                call.fragments.extend(pieces)
                 for piece in pieces:
                     yield {"type": "partial_tool_call", "name": "", "arguments": piece, "tool_call_id": ""}
             continue
@@ -168,8 +169,9 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
                 if kind is str:  # a text piece
                     yield {"type": "text", "text": item}
                 elif kind is list and len(item) == 1 and item[0].__class__ is str:  # an argument fragment
-                    if call is not None:
-                        call.append(item[0])
+                    if call is None:
+                        raise _malformed(client, "an argument fragment for no tool call under way")
+                    call.fragments.append(item[0])
                     yield {"type": "partial_tool_call", "name": "", "arguments": item[0], "tool_call_id": ""}
                 else:  # any other content item, as it is in an event
                     item, call = _filled(item, call, client)
@@ -192,10 +194,10 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
                         continue
                 elif size == 4 and item.get("type") == "partial_tool_call" and item.get("arguments").__class__ is str \
                         and item.get("name").__class__ is str and item.get("tool_call_id").__class__ is str:
-                    if item["name"]:
-                        call = [item["arguments"]]
-                    elif call is not None:
-                        call.append(item["arguments"])
+                    if item["name"] or item["tool_call_id"] or call is None:
+                        call = _partial(item, call, client)
+                    else:
+                        call.fragments.append(item["arguments"])
                     yield item
                     continue
                 item, call = _filled(_restore(item) if '"__bytes__"' in data else item, call, client)
@@ -223,6 +225,8 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
             item, call = _filled(item, call, client)
             yield _checked(item, client)
         if end is not None:
+            if call is not None:
+                raise _malformed(client, "a stop event while tool call {!r} was under way".format(call.name))
             yield end
             return
 
@@ -248,30 +252,69 @@ def _run(data: str, client: str) -> Tuple[str, List[str]]:
     return letter, text.split("\x1bs")
 
 
-def _filled(item: Any, call: Optional[List[str]], client: str) -> Tuple[Any, Optional[List[str]]]:
-    """An item of an event or an items frame, and the argument text of the call under way -> the item (a
-    ``tool_call`` sent with ``"arguments": null``: its fragments' text parsed, as a call is closed) and that
-    text now (an announcement begins it, a fragment adds to it, a complete call ends it)."""
+class _Call(object):
+    """The tool call under way in the server's stream: its announcement's name and id, its argument text as it
+    came (the fragments)."""
+
+    __slots__ = ("name", "id", "fragments")
+
+    def __init__(self, name: str, call_id: str, arguments: str) -> None:
+        self.name = name
+        self.id = call_id
+        self.fragments = [arguments]
+
+
+def _partial(item: Mapping[str, Any], call: Optional[_Call], client: str) -> Optional[_Call]:
+    """A ``partial_tool_call`` of the server's (its fields of their types) and the call under way -> the call
+    under way now.  The server's stream obeys rule 5 (``stream.check_stream``): an announcement (name and id)
+    opens a call when none is under way, a fragment (neither) continues the one under way; anything else is
+    a StreamProtocolError, never a broken grammar handed on to the caller."""
+    if item["name"]:
+        if call is not None:
+            raise _malformed(client, "tool call {!r} announced while {!r} was under way".format(item["name"],
+                                                                                                 call.name))
+        if not item["tool_call_id"]:
+            raise _malformed(client, "tool call {!r} announced without a tool_call_id".format(item["name"]))
+        return _Call(item["name"], item["tool_call_id"], item["arguments"])
+    if item["tool_call_id"] or call is None:
+        raise _malformed(client, "an argument fragment for no tool call under way" if call is None else
+                         "an argument fragment with a tool_call_id but no name")
+    call.fragments.append(item["arguments"])
+    return call
+
+
+def _filled(item: Any, call: Optional[_Call], client: str) -> Tuple[Any, Optional[_Call]]:
+    """An item of an event or an items frame, and the call under way -> the item (a ``tool_call`` sent with
+    ``"arguments": null``: its fragments' text parsed, as a call is closed) and the call under way now (an
+    announcement opens it, a fragment adds to it, a complete call ends it; rule 5 kept: ``_partial``; a
+    complete call has its announcement's name and id, and its arguments are its fragments' text parsed)."""
     if item.__class__ is not dict:
         return item, call
     kind = item.get("type")
     if kind == "partial_tool_call":
-        arguments = item.get("arguments")
-        if arguments.__class__ is str:
-            if item.get("name"):
-                return item, [arguments]
-            if call is not None:
-                call.append(arguments)
-        return item, call
+        if item.get("name").__class__ is str and item.get("tool_call_id").__class__ is str \
+                and item.get("arguments").__class__ is str:
+            return item, _partial(item, call, client)
+        return item, call  # (_checked says what is wrong with it)
     if kind != "tool_call":
         return item, call
+    if item.get("arguments") is not None:
+        _checked(item, client)  # (what is wrong with the item itself is said first)
+    if call is None:
+        raise _malformed(client, "a tool_call for no call under way")
+    if item.get("name") != call.name or item.get("tool_call_id") != call.id:
+        raise _malformed(client, "a tool_call whose name or tool_call_id is not its announcement's")
+    text = "".join(call.fragments)
+    if not text_is_utf8(text):  # a character's two UTF-16 halves in two fragments are that character (toolcalls R6)
+        text = paired_halves(text)
+    try:
+        parsed = read_arguments(text)
+    except (ValueError, RecursionError) as exc:
+        raise _malformed(client, "a tool_call whose fragments are no arguments ({})".format(str(exc)[:200]))
     if "arguments" in item and item["arguments"] is None:
-        if call is None:
-            raise _malformed(client, "a tool_call without arguments for no call under way")
-        try:
-            item["arguments"] = read_arguments("".join(call))
-        except (ValueError, RecursionError) as exc:
-            raise _malformed(client, "a tool_call whose fragments are no arguments ({})".format(str(exc)[:200]))
+        item["arguments"] = parsed
+    elif parsed != item.get("arguments"):
+        raise _malformed(client, "a tool_call whose arguments are not its fragments' text")
     return item, None
 
 
@@ -326,11 +369,15 @@ def _usage(usage: Any, client: str) -> Any:
 
 def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
     """A JSON answer of events (a list of them, or one) -> the same parts their stream gives."""
+    call = None  # type: Optional[_Call]
     for event in documents(payload):
         items, end = _parts(_restore(event), client)
         for item in items:
+            item, call = _filled(item, call, client)
             yield _checked(item, client)
         if end is not None:
+            if call is not None:
+                raise _malformed(client, "a stop event while tool call {!r} was under way".format(call.name))
             yield end
             return
 

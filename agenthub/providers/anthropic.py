@@ -361,6 +361,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             body["tool_choice"] = {"type": "tool", "name": choice[0]}
         else:
             body["tool_choice"] = {"type": choice}
+    if not thinking_taken(client, thinking, body["messages"]):
+        thinking, thinking_on = None, False
     if thinking is not None:
         body["thinking"] = thinking
     if effort is not None:
@@ -427,6 +429,35 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
 
 
 build_request.takes_prior = True  # type: ignore[attr-defined]
+
+
+def thinking_taken(client: str, thinking: Optional[Mapping[str, Any]], messages: List[Mapping[str, Any]],
+                   kind: Any = None) -> bool:
+    """Whether Claude takes ``thinking`` with ``messages`` (the wire's).  Enabled thinking is refused when the last
+    message holds tool results (a tool turn in progress) and the assistant turn before them (consecutive assistant
+    messages are one turn) starts with no thinking block ("When `thinking` is enabled, a final `assistant` message
+    must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks) ... To
+    avoid this requirement, disable `thinking`", a 400): another provider began that turn, or thinking was off;
+    then False, with a warning (the request goes without thinking).  ``kind(block)``: a block's type (Anthropic's
+    ``type``; Bedrock's blocks are keyed by it)."""
+    if thinking is None or thinking.get("type") != "enabled" or not messages:
+        return True
+    kind = kind or (lambda block: block.get("type"))
+    if messages[-1]["role"] != "user" or not any(
+            kind(block) in ("tool_result", "toolResult") for block in messages[-1]["content"]):
+        return True
+    first = None  # type: Optional[Mapping[str, Any]]
+    for message in reversed(messages[:-1]):
+        if message["role"] == "assistant":
+            first = message
+        elif first is not None:
+            break
+    if first is None or not first["content"] or kind(first["content"][0]) in (
+            "thinking", "redacted_thinking", "reasoningContent"):
+        return True
+    logger.warning("%s: the tool turn in progress began without a thinking block of Claude's (another provider's, "
+                   "or thinking was off): this request goes without thinking, as the API requires", client)
+    return False
 
 
 def claude_request_rules(client: str, model: str, rule: Mapping[str, Any], config: Mapping[str, Any], max_tokens: int,

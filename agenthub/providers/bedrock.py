@@ -76,7 +76,7 @@ import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from ..errors import (AuthenticationError, RateLimitError, ServerError, StreamProtocolError,
+from ..errors import (AuthenticationError, ConfigError, RateLimitError, ServerError, StreamProtocolError,
                       UpstreamError, preview)
 from ..eventstream import CONTENT_TYPE, iter_messages
 from ..sse import json_loads
@@ -242,6 +242,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     elif cache is not None and wire:
         wire[-1]["content"].append(dict(cache))
     body["messages"] = something_to_send(client, wire)
+    if wire[0]["role"] == "assistant":
+        raise ConfigError("{}: the messages start with an assistant message, which Bedrock Converse refuses (a "
+                          "conversation starts with a user message): begin with the user message it answered".format(
+                              client))
     if config.get("system_prompt"):
         body["system"] = [{"text": config["system_prompt"]}]
         if cache is not None:
@@ -259,6 +263,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         max_tokens = max_tokens or rule["max_tokens"]
         thinking, effort, thinking_on, sampling = anthropic.claude_request_rules(
             client, model, rule, config, max_tokens, claude or "", "'auto'")  # (Converse has no "none" to suggest)
+        if not anthropic.thinking_taken(client, thinking, body["messages"], lambda block: next(iter(block), None)):
+            thinking, thinking_on = None, False
         if thinking is not None:
             extra["thinking"] = thinking
         if effort is not None:

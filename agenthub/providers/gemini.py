@@ -11,7 +11,9 @@ Request
   joins it to base_url (``/models/...`` when base_url already names a version: ``.../v1beta``, Vertex
   AI's ``https://aiplatform.googleapis.com/v1/publishers/google``) and sends the key in the
   ``x-goog-api-key`` header, never in the URL.
-- user -> ``user`` contents, assistant -> ``model`` contents; ``system_prompt`` ->
+- user -> ``user`` contents, assistant -> ``model`` contents (an assistant message right after another, nothing
+  sent between them, joins its model content: Gemini takes a function call turn only after a user or function
+  response turn); ``system_prompt`` ->
   ``systemInstruction``; ``max_tokens`` -> ``maxOutputTokens``; ``temperature``.
 - tools -> one ``functionDeclarations`` tool; the JSON Schema goes in
   ``parametersJsonSchema`` (full JSON Schema, unlike the OpenAPI subset of
@@ -110,6 +112,7 @@ __all__ = [
     "thinking_level",
     "takes_thinking",
     "calls_in",
+    "checks_signatures",
     "FINISH_REASONS",
     "THINKING",
     "SIGNATURE_REQUIRED",
@@ -541,25 +544,51 @@ def _contents(client: str, model: str, messages: List[Mapping[str, Any]]) -> Lis
     return _wire_contents(client, model, messages, None).items
 
 
+def checks_signatures(model: str) -> bool:
+    """Whether ``model`` refuses a function call of the current turn without a thought signature
+    (``SIGNATURE_REQUIRED``: another provider's calls go with ``PLACEHOLDER_SIGNATURE``)."""
+    return SIGNATURE_REQUIRED.search(_model_path(model).lower()) is not None
+
+
 def _wire_contents(client: str, model: str, messages: List[Mapping[str, Any]], prior: Optional[Prior]) -> Resumed:
     """``_contents``, from the previous call's where ``prior`` allows: a function response reads the name and
     id of its call anywhere in the history, so the head is taken only when no new call reuses one of its ids."""
-    placeholder = SIGNATURE_REQUIRED.search(_model_path(model).lower()) is not None
+    placeholder = checks_signatures(model)
     context = (client, placeholder)
     noted = NOTES[0]
     made, calls = started_with_calls(prior, "gemini", context, messages)
+    if not _turns(client, messages, made, calls, placeholder):  # (a model turn joins the head's last one)
+        made, calls = started_with_calls(None, "gemini", context, messages)
+        _turns(client, messages, made, calls, placeholder)
+    made.state = calls
+    keep(prior, "gemini", context, messages, made, noted)
+    return made
+
+
+def _turns(client: str, messages: List[Mapping[str, Any]], made: Resumed,
+           calls: Mapping[str, Tuple[str, Optional[str]]], placeholder: bool) -> bool:
+    """The contents of the messages after ``made``'s head, onto ``made.items``.  An assistant message right after
+    another (nothing sent between them: a user message of empty texts, or two in the history) goes in the same
+    model content: Gemini takes a function call turn only right after a user turn or a function response turn
+    ("Please ensure that function call turn comes immediately after a user turn or after a function response
+    turn", a 400).  False, with nothing added, when that content is the head's (the caller converts it all)."""
     out = made.items
+    head = len(out)
     for index in range(made.count, len(messages)):
         message = messages[index]
         if message["role"] == "assistant":
             parts = _assistant_parts(client, message, placeholder)
-            if parts:
+            if not parts:
+                continue
+            if out and out[-1]["role"] == "model":
+                if len(out) <= head:
+                    return False
+                out[-1]["parts"].extend(parts)
+            else:
                 out.append({"role": "model", "parts": parts})
         else:
             out.extend(_user_contents(client, message, calls))
-    made.state = calls
-    keep(prior, "gemini", context, messages, made, noted)
-    return made
+    return True
 
 
 def _speech_config(client: str, speakers: List[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -639,6 +668,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
 
     wire = _wire_contents(client, model, messages, prior)
     body = {"contents": something_to_send(client, wire.items)}
+    first = wire.items[0]
+    if first["role"] == "model" and any("functionCall" in part for part in first["parts"]):
+        raise ConfigError("{}: the messages start with an assistant message holding tool calls, which Gemini refuses "
+                          "(a function call turn comes right after a user turn or a function response turn): begin "
+                          "with the user message it answered".format(client))
     if config.get("system_prompt"):
         body["systemInstruction"] = {"parts": [{"text": config["system_prompt"]}]}
     if config.get("tools"):

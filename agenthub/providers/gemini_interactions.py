@@ -21,10 +21,14 @@ Request
   locally (``get_history()``); a stateless call afterwards resends all of it.
 - Steps: a user message -> ``user_input`` steps (``content``: text, image, audio, video,
   document blocks), each tool_result -> a ``function_result`` step (``call_id``, ``name``,
-  ``result``: the text, or a list of text and image blocks; ``is_error: true`` for an error result); an assistant message -> ``thought``
+  ``result``: the text, or a list of text and image blocks, the only kinds it holds: a result's document, audio
+  or video goes in the ``user_input`` step after the results; ``is_error: true`` for an error result); an
+  assistant message -> ``thought``
   steps (``signature``, ``summary``), ``model_output`` steps (text and images) and
   ``function_call`` steps (``id``, ``name``, ``arguments``).  A signature the gemini dialect
-  kept on a text or call part becomes a ``thought`` step right before it.  Unsigned thinking
+  kept on a text or call part becomes a ``thought`` step right before it; on a model that checks signatures
+  (Gemini 3 and later), a message whose calls no signed thought comes before (another provider's) gets one of
+  Google's placeholder (``skip_thought_signature_validator``) before its first call.  Unsigned thinking
   (another provider's) is not sent, as on generateContent.
 - ``system_prompt`` -> ``system_instruction``; tools -> ``{"type": "function", name,
   description, parameters}`` (a strict tool is refused: the function tool has no strict mode);
@@ -78,7 +82,7 @@ from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers, unfinished_document
-from ._common import answer_bytes, answer_mime
+from ._common import INTERACTIONS_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type
 
 __all__ = [
     "build_request",
@@ -141,20 +145,24 @@ def _media_kind(mime: str) -> str:
     return major if major in _MEDIA_KINDS else "document"
 
 
-def _blob_block(mime: str, data: Any) -> Dict[str, Any]:
+def _blob_block(client: str, mime: str, data: Any) -> Dict[str, Any]:
+    """Bytes as a content block; an image of a type the API does not take is refused (``INTERACTIONS_IMAGE_TYPES``)."""
+    check_image_type(client, mime, INTERACTIONS_IMAGE_TYPES, "the Interactions API")
     return {"type": _media_kind(mime), "data": _b64(data), "mime_type": media_type(mime)}
 
 
-def _url_block(url: str) -> Dict[str, Any]:
-    """An image URL as a content block: a data URI inline, any other URL by reference (never fetched here)."""
+def _url_block(client: str, url: str) -> Dict[str, Any]:
+    """An image URL as a content block: a data URI inline, any other URL by reference (never fetched here), with
+    the type its extension names (an image type the API does not take is refused)."""
     parsed = parse_data_uri(url)
     if parsed is not None:
-        return _blob_block(parsed[0], parsed[1])
+        return _blob_block(client, parsed[0], parsed[1])
     mime = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
     if mime and not mime.startswith("image/"):  # a PDF, a video, ... by URL: a block of its kind (as generateContent)
         return {"type": _media_kind(mime), "uri": url, "mime_type": mime}
     block = {"type": "image", "uri": url}  # type: Dict[str, Any]
     if mime:
+        check_image_type(client, mime, INTERACTIONS_IMAGE_TYPES, "the Interactions API", "image_url")
         block["mime_type"] = mime
     return block
 
@@ -190,8 +198,12 @@ class _Steps(object):
         self.blocks = None
 
 
-def _assistant_steps(client: str, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
+def _assistant_steps(client: str, message: Mapping[str, Any], placeholder: bool = False) -> List[Dict[str, Any]]:
+    """An assistant message as steps; ``placeholder`` (a model that checks signatures, ``gemini.SIGNATURE_REQUIRED``):
+    a message whose calls no signed thought comes before (another provider's) gets a thought step of Google's
+    placeholder signature before its first call, as generateContent gets it on that call."""
     out = _Steps("model_output")
+    signed = not placeholder
     for item in message["content_items"]:
         kind = item["type"]
         fidelity = item.get("fidelity") or {}
@@ -199,20 +211,26 @@ def _assistant_steps(client: str, message: Mapping[str, Any]) -> List[Dict[str, 
         if kind == "thinking":
             if signature:
                 out.step(_thought(signature, item["thinking"]))
+                signed = True
             continue
         if kind == "inline_thinking":
             if signature:
                 out.step(_thought(signature))
+                signed = True
             continue
         if kind in ("text", "inline_data", "image_url", "tool_call") and signature:
             out.step(_thought(signature))  # a generateContent part's signature: its own thought step
+            signed = True
+        elif kind == "tool_call" and not signed:
+            out.step(_thought(gemini.PLACEHOLDER_SIGNATURE))
+            signed = True
         if kind == "text":
             if item["text"]:
                 out.content({"type": "text", "text": item["text"]})
         elif kind == "inline_data":
-            out.content(_blob_block(item["mime_type"], item["data"]))
+            out.content(_blob_block(client, item["mime_type"], item["data"]))
         elif kind == "image_url":
-            out.content(_url_block(item["image_url"]))
+            out.content(_url_block(client, item["image_url"]))
         elif kind == "tool_call":
             out.step({"type": "function_call", "id": item["tool_call_id"], "name": item["name"],
                       "arguments": item["arguments"]})
@@ -224,7 +242,8 @@ def _assistant_steps(client: str, message: Mapping[str, Any]) -> List[Dict[str, 
 def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tuple[str, Optional[str]]]
                 ) -> List[Dict[str, Any]]:
     """A user message as steps: its function results first (the answers to the function call steps before
-    them, as on generateContent), then one user_input step with its other content, in their order."""
+    them, as on generateContent), then one user_input step with its other content, in their order (with a result's
+    media other than images: a function result holds text and images only)."""
     out = _Steps("user_input")
     results = []  # type: List[Dict[str, Any]]
     for item in message["content_items"]:
@@ -232,17 +251,24 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
         if kind == "text":
             out.content({"type": "text", "text": item["text"]})
         elif kind == "image_url":
-            out.content(_url_block(item["image_url"]))
+            out.content(_url_block(client, item["image_url"]))
         elif kind == "inline_data":
-            out.content(_blob_block(item["mime_type"], item["data"]))
+            out.content(_blob_block(client, item["mime_type"], item["data"]))
         elif kind == "tool_result":
             call_id = item["tool_call_id"]
             if call_id not in calls:
                 raise ConfigError("{}: tool_result {!r} has no matching tool_call earlier in the messages (the "
                                   "Interactions API needs the function name)".format(client, call_id))
             result = item["text"]  # type: Any
-            if item.get("images"):
-                result = [{"type": "text", "text": item["text"]}] + [_url_block(url) for url in item["images"]]
+            images = []  # type: List[Dict[str, Any]]
+            for url in item.get("images") or ():
+                block = _url_block(client, url)
+                if block["type"] == "image":
+                    images.append(block)
+                else:  # (a function result holds text and images: a document, audio or video goes after the results)
+                    out.content(block)
+            if images:
+                result = [{"type": "text", "text": item["text"]}] + images
             step = {"type": "function_result", "call_id": call_id, "name": calls[call_id][0], "result": result}  # type: Dict[str, Any]
             if item.get("is_error"):
                 step["is_error"] = True
@@ -255,7 +281,7 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
 
 
 def input_steps(client: str, messages: List[Mapping[str, Any]],
-                history: Optional[List[Mapping[str, Any]]] = None) -> List[Dict[str, Any]]:
+                history: Optional[List[Mapping[str, Any]]] = None, placeholder: bool = False) -> List[Dict[str, Any]]:
     """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``: the history read
     from its end only as far as the results ``messages`` hold need, a call's latest occurrence winning)."""
     calls = gemini.calls_in(list(messages))
@@ -271,24 +297,25 @@ def input_steps(client: str, messages: List[Mapping[str, Any]],
     steps = []  # type: List[Dict[str, Any]]
     for message in messages:
         if message["role"] == "assistant":
-            steps.extend(_assistant_steps(client, message))
+            steps.extend(_assistant_steps(client, message, placeholder))
         else:
             steps.extend(_user_steps(client, message, calls))
     return steps
 
 
-def _wire_input(client: str, messages: List[Mapping[str, Any]], prior: Optional[Prior]) -> Resumed:
+def _wire_input(client: str, messages: List[Mapping[str, Any]], prior: Optional[Prior],
+                placeholder: bool = False) -> Resumed:
     """``input_steps(client, messages)``, from the previous call's where ``prior`` allows (as the gemini dialect's
     contents: a function result reads the name of its call anywhere in the history, so the head is taken only
     when no new call reuses one of its ids)."""
     noted = NOTES[0]
-    context = (client,)
+    context = (client, placeholder)
     made, calls = gemini.started_with_calls(prior, "interactions", context, messages)
     out = made.items
     for index in range(made.count, len(messages)):
         message = messages[index]
         if message["role"] == "assistant":
-            out.extend(_assistant_steps(client, message))
+            out.extend(_assistant_steps(client, message, placeholder))
         else:
             out.extend(_user_steps(client, message, calls))
     made.state = calls
@@ -356,10 +383,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body = {"model": model}  # type: Dict[str, Any]
     previous, first = _chain(messages) if stateful else (None, 0)
     wire = None  # type: Optional[Resumed]
+    placeholder = gemini.checks_signatures(model)
     if first:  # chained: only what follows the interaction it names
-        body["input"] = input_steps(client, list(messages[first:]), messages[:first])
+        body["input"] = input_steps(client, list(messages[first:]), messages[:first], placeholder)
     else:  # the whole history, from the previous call's where it is that call's, unchanged
-        wire = _wire_input(client, messages, prior)
+        wire = _wire_input(client, messages, prior, placeholder)
         body["input"] = wire.items
     if previous:
         body["previous_interaction_id"] = previous

@@ -29,7 +29,8 @@ from .names import (AGENTHUB_ATTEMPTS, AGENTHUB_CACHE, AGENTHUB_ROUTE_CLIENT_TYP
                     GEN_AI_TOKEN_TYPE, GEN_AI_TOOL_DEFINITIONS,
                     GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
                     GEN_AI_USAGE_INPUT_TOKENS, GEN_AI_USAGE_OUTPUT_TOKENS,
-                    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, LATEST, LATEST_USAGE_COUNTERS, OPENAI_API_TYPE,
+                    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, LATEST, LATEST_TOKEN_MODALITY, LATEST_USAGE_COUNTERS,
+                    LATEST_USAGE_HISTOGRAMS, OPENAI_API_TYPE,
                     OPENAI_REQUEST_SERVICE_TIER, OPENAI_RESPONSE_SERVICE_TIER, OPT_IN_ENV,
                     SCOPE, SERVER_ADDRESS, SERVER_PORT, TOKEN_BUCKETS, operation_name, provider_name)
 
@@ -103,10 +104,13 @@ class _State(object):
             self.tokens = None
             self.counters = {key: meter.create_counter(value, unit="{token}", description="GenAI tokens.")
                              for key, value in LATEST_USAGE_COUNTERS.items()}
+            self.per_operation = {key: _histogram(meter, value, "{token}", "GenAI tokens of one operation.",
+                                                  TOKEN_BUCKETS) for key, value in LATEST_USAGE_HISTOGRAMS.items()}
         else:
             self.tokens = _histogram(meter, GEN_AI_CLIENT_TOKEN_USAGE, "{token}",
                                      "Number of input and output tokens used.", TOKEN_BUCKETS)
             self.counters = {}
+            self.per_operation = {}
         # per-event timing only where a meter records it: with the API's no-op meter a call pays nothing per event
         self.meter_live = _live_meter(meter_provider, metrics)
         self.metrics_api = metrics if meter_provider is None else None  # the global provider may be set later
@@ -221,7 +225,7 @@ class _Call(object):
     """One logical call's span and timings."""
 
     __slots__ = ("span", "started", "first", "stamp", "gaps", "collector", "operation", "base", "recording",
-                 "providers")
+                 "providers", "servers")
 
     def __init__(self) -> None:
         self.span = None  # type: Any
@@ -234,6 +238,7 @@ class _Call(object):
         self.base = {}  # type: Dict[str, Any]
         self.recording = False
         self.providers = None  # type: Optional[Dict[Any, str]]  # a fallback route's provider, by route
+        self.servers = None  # type: Optional[Dict[Any, Tuple[str, int]]]  # a fallback route's (address, port)
 
 
 def _response_model(call: Any, route: Optional[Mapping[str, Any]]) -> Optional[str]:
@@ -281,12 +286,18 @@ def _server(call: Any, route: Optional[Mapping[str, Any]]) -> Tuple[Optional[str
     return None, None
 
 
-def _answering_server(call: Any, route: Optional[Mapping[str, Any]]) -> Optional[Tuple[str, Optional[int]]]:
-    """(address, port) of the route that answered: the loop's ``server`` when it is that route's, else the
-    route's host alone (a fallback's port is not on the call)."""
-    server = getattr(call, "server", None)
+def _answering_server(call: Any, route: Optional[Mapping[str, Any]],
+                      servers: Optional[Mapping[Any, Tuple[str, int]]] = None) -> Optional[Tuple[str, Optional[int]]]:
+    """(address, port) of the route that answered: the server its own attempts went to (``servers``, by route: a
+    fallback's), else the loop's ``server`` when it is that route's (its address, and its port where the route
+    names one: two routes may share an address), else the route's host alone."""
     host, port = _route_server((route or {}).get("host"))
-    if isinstance(server, tuple) and len(server) == 2 and (not host or server[0] == host):
+    server = (servers or {}).get(_route_key(route)) if route else None
+    if server is not None:
+        return server
+    server = getattr(call, "server", None)
+    if isinstance(server, tuple) and len(server) == 2 and (not host or (
+            server[0] == host and (port is None or server[1] == port))):
         return server[0], server[1]
     if host:
         return host, port
@@ -317,10 +328,25 @@ class GenAIHook(AttemptHook):
                 record.providers = {}
             record.providers[_route_key(attempt.route)] = provider
 
+    def on_done(self, attempt: Any) -> None:
+        """A fallback route's attempts ended: the server they went to (encoded by then), for the span's end."""
+        if attempt.call is attempt:
+            return
+        record = self._calls.get(id(attempt.call))
+        server = getattr(attempt, "server", None)
+        if record is not None and attempt.route and isinstance(server, tuple) and len(server) == 2:
+            if record.servers is None:
+                record.servers = {}
+            record.servers[_route_key(attempt.route)] = server
+
     # the tool runner's hooks (an agenthub.agent.ToolHook by these methods): spans.RunSpans does the work
     def on_run_start(self, run: Any) -> None:
         if run_spans is not None:
             run_spans.on_run_start(run)
+
+    def on_results(self, run: Any, message: Any) -> None:
+        if run_spans is not None:
+            run_spans.on_results(run, message)
 
     def on_run_end(self, run: Any, error: Any) -> None:
         if run_spans is not None:
@@ -375,7 +401,10 @@ class GenAIHook(AttemptHook):
         record.span = span
         record.recording = span.is_recording()
         if record.recording:
-            _request_attributes(span, call, record.operation)
+            try:
+                _request_attributes(span, call, record.operation)
+            except Exception:  # the span it started still ends (on_call_end), with what it holds
+                logger.debug("agenthub telemetry: request attributes not recorded", exc_info=True)
             if state.capture != "NO_CONTENT":
                 record.collector = _collector()
         if not state.meter_live and state.metrics_api is not None and _live_meter(None, state.metrics_api):
@@ -424,7 +453,7 @@ class GenAIHook(AttemptHook):
         raised = getattr(call, "raised", None)  # a KeyboardInterrupt or a hook's own exception ended it
         error_type = type(error).__name__ if error is not None else (
             getattr(raised, "__name__", None) if raised is not None else None)
-        answered_at = _answering_server(call, route)
+        answered_at = _answering_server(call, route, record.servers)
         if answered_at is not None:  # known once an attempt was encoded: the server of the route that answered
             record.base[SERVER_ADDRESS] = answered_at[0]
             if answered_at[1] is not None:
@@ -499,10 +528,16 @@ def _record_usage(state: _State, usage: Mapping[str, Optional[int]], attrs: Dict
             if value is not None:
                 state.tokens.record(value, dict(attrs, **{GEN_AI_TOKEN_TYPE: kind}))
         return
+    # agenthub's counts are not broken down by modality: "unknown", as the conventions ask then
+    counted = dict(attrs, **{LATEST_TOKEN_MODALITY: "unknown"})
     for kind, counter in state.counters.items():
         value = usage.get(kind)
         if value is not None:
-            counter.add(value, dict(attrs))
+            counter.add(value, dict(counted))
+    for kind, histogram in state.per_operation.items():
+        value = usage.get(kind)
+        if value is not None:
+            histogram.record(value, dict(attrs))
 
 
 def _request_attributes(span: Any, call: Any, operation: str) -> None:
@@ -514,7 +549,7 @@ def _request_attributes(span: Any, call: Any, operation: str) -> None:
                             ("temperature", GEN_AI_REQUEST_TEMPERATURE, float),
                             ("top_p", GEN_AI_REQUEST_TOP_P, float), ("seed", GEN_AI_REQUEST_SEED, int)):
         value = config.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (kind is float or _int64(value)):
             span.set_attribute(name, kind(value))
     stop = config.get("stop")
     if isinstance(stop, str):
@@ -527,11 +562,17 @@ def _request_attributes(span: Any, call: Any, operation: str) -> None:
         if isinstance(encoding, str) and encoding:  # (recommended on embeddings spans: what the request asked for)
             span.set_attribute(GEN_AI_REQUEST_ENCODING_FORMATS, [encoding])
         dimensions = (config.get("embedding_config") or {}).get("dimensions")
-        if isinstance(dimensions, int) and not isinstance(dimensions, bool):
+        if isinstance(dimensions, int) and not isinstance(dimensions, bool) and _int64(dimensions):
             span.set_attribute(GEN_AI_EMBEDDINGS_DIMENSION_COUNT, dimensions)
     output = _output_type(config)
     if output is not None:
         span.set_attribute(GEN_AI_OUTPUT_TYPE, output)
+
+
+def _int64(value: Any) -> bool:
+    """Does ``value`` fit an int attribute?  OTLP carries int64: one int past it (check_config takes a seed of any
+    size) made the exporter's encoding raise, losing every span of its batch."""
+    return -2 ** 63 <= value < 2 ** 63
 
 
 #: openai.api.type of the OpenAI API a request's path names (v1.41 docs/registry/attributes/openai.md)
@@ -643,15 +684,27 @@ def _unjsonable(value: Any) -> Any:
     return "<{}>".format(type(value).__name__)
 
 
-#: the most characters of one text captured as content (a message's text, reasoning, a tool's arguments as text
-#: or result, the system prompt): a longer one keeps its start and says how much was left out (docs/telemetry.md)
+#: the most characters of one text captured as content (a message's text, reasoning, a text in a tool's arguments
+#: or its result, the system prompt): a longer one keeps its start and says how much was left out (docs/telemetry.md)
 CONTENT_LIMIT = 32768
 
 
-def _bounded(text: Any) -> Any:
-    """``text`` cut to CONTENT_LIMIT characters (then ``...[N more characters]``); any other value as it is."""
-    if isinstance(text, str) and len(text) > CONTENT_LIMIT:
-        return "{}...[{} more characters]".format(text[:CONTENT_LIMIT], len(text) - CONTENT_LIMIT)
+#: how deep ``_bounded`` walks an object (a tool call's arguments): past it a value is left as it is
+_BOUNDED_DEPTH = 64
+
+
+def _bounded(text: Any, depth: int = 0) -> Any:
+    """``text`` cut to CONTENT_LIMIT characters (then ``...[N more characters]``); in an object or a list (a tool
+    call's arguments) each text is, in a copy of the same shape; any other value as it is."""
+    if isinstance(text, str):
+        if len(text) > CONTENT_LIMIT:
+            return "{}...[{} more characters]".format(text[:CONTENT_LIMIT], len(text) - CONTENT_LIMIT)
+        return text
+    if depth < _BOUNDED_DEPTH:
+        if isinstance(text, Mapping):
+            return {key: _bounded(value, depth + 1) for key, value in text.items()}
+        if isinstance(text, (list, tuple)):
+            return [_bounded(value, depth + 1) for value in text]
     return text
 
 
@@ -732,8 +785,8 @@ def _content_attributes(call: Any, answer: Optional[Mapping[str, Any]], reason: 
     tools = config.get("tools")
     if tools:
         content[GEN_AI_TOOL_DEFINITIONS] = _dumps([
-            {"type": "function", "name": tool.get("name", ""), "description": tool.get("description"),
-             "parameters": tool.get("parameters")} for tool in tools if isinstance(tool, Mapping)])
+            {"type": "function", "name": tool.get("name", ""), "description": _bounded(tool.get("description")),
+             "parameters": _bounded(tool.get("parameters"))} for tool in tools if isinstance(tool, Mapping)])
     if answer is not None:
         parts, _ = _parts(answer.get("content_items"))
         message = {"role": "assistant", "parts": parts}  # type: Dict[str, Any]

@@ -43,6 +43,7 @@ ERROR_TYPE = "error.type"
 MCP_METHOD_NAME = "mcp.method.name"
 MCP_PROTOCOL_VERSION = "mcp.protocol.version"
 MCP_SESSION_ID = "mcp.session.id"
+MCP_RESOURCE_URI = "mcp.resource.uri"
 JSONRPC_REQUEST_ID = "jsonrpc.request.id"
 RPC_RESPONSE_STATUS_CODE = "rpc.response.status_code"
 OPENAI_API_TYPE = "openai.api.type"
@@ -69,13 +70,20 @@ LATEST = {
     GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK: "gen_ai.client.inference.time_to_first_chunk",
     GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK: "gen_ai.client.inference.time_per_output_chunk",
 }
-#: latest: gen_ai.client.token.usage is replaced by one counter per count
+#: latest: gen_ai.client.token.usage is replaced by one counter per count, each with gen_ai.token.modality (a name
+#: newer than v1.41: not in opentelemetry-semantic-conventions) ...
 LATEST_USAGE_COUNTERS = {
     "input": "gen_ai.client.inference.usage.input_tokens",
     "output": "gen_ai.client.inference.usage.output_tokens",
     "cache_read": "gen_ai.client.inference.usage.cache_read.input_tokens",
     "cache_write": "gen_ai.client.inference.usage.cache_write.input_tokens",
     "reasoning": "gen_ai.client.inference.usage.reasoning.output_tokens",
+}
+LATEST_TOKEN_MODALITY = "gen_ai.token.modality"
+#: ... and by a histogram each for the input and output counts of one operation
+LATEST_USAGE_HISTOGRAMS = {
+    "input": "gen_ai.client.inference.operation.input_tokens",
+    "output": "gen_ai.client.inference.operation.output_tokens",
 }
 
 #: the conventions' ExplicitBucketBoundaries

@@ -7,11 +7,12 @@ from typing import Any, Dict, Mapping, Optional
 
 from ..hosts.trust import url_host, url_origin
 from . import hook as _hook
-from .hook import _bounded, _dumps, _State
+from .hook import _bounded, _dumps, _shown_uri, _State
 from .names import (ERROR_TYPE, GEN_AI_AGENT_NAME, GEN_AI_OPERATION_NAME, GEN_AI_PROVIDER_NAME,
                     GEN_AI_REQUEST_MODEL, GEN_AI_TOOL_CALL_ARGUMENTS,
                     GEN_AI_TOOL_CALL_ID, GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_NAME, GEN_AI_TOOL_TYPE,
-                    JSONRPC_REQUEST_ID, MCP_METHOD_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, SERVER_ADDRESS,
+                    JSONRPC_REQUEST_ID, MCP_METHOD_NAME, MCP_PROTOCOL_VERSION, MCP_RESOURCE_URI, MCP_SESSION_ID,
+                    SERVER_ADDRESS,
                     SERVER_PORT, provider_name)
 
 logger = logging.getLogger("agenthub")
@@ -117,16 +118,19 @@ class _Span(object):
 
     @_guarded
     def set_attribute(self, name: str, value: Any) -> None:
-        self.span.set_attribute(name, value)
+        if not self._ended:  # (a tool the run stopped waiting for returns late: its span said so already)
+            self.span.set_attribute(name, value)
 
     @_guarded
     def set_arguments(self, arguments: Any) -> None:
-        if self._content:
+        if self._content and not self._ended:
             self.span.set_attribute(GEN_AI_TOOL_CALL_ARGUMENTS, _dumps(_bounded(arguments)))
 
     @_guarded
     def set_result(self, result: Any) -> None:
         """The tool's result (a ToolResultItem or any JSON value); ``is_error`` True sets error.type."""
+        if self._ended:
+            return
         if isinstance(result, Mapping) and result.get("is_error"):
             self.set_error("tool_error")
         if self._content:
@@ -136,14 +140,16 @@ class _Span(object):
                 if "text" in value:
                     value["text"] = _bounded(value["text"])
                 images = value.get("images")
-                if isinstance(images, list):  # a data: URI is bytes: never inlined
-                    value["images"] = [image if not (isinstance(image, str) and image.startswith("data:"))
+                if isinstance(images, list):  # a data: URI is bytes: never inlined; a URL shown as a message's is
+                    value["images"] = [_shown_uri(image) if not (isinstance(image, str) and image.startswith("data:"))
                                        else "<data: URI, {} characters>".format(len(image)) for image in images]
             self.span.set_attribute(GEN_AI_TOOL_CALL_RESULT, _dumps(value))
 
     @_guarded
     def set_error(self, error: Any) -> None:
         """error.type: a string as given (a JSON-RPC code, ``tool_error``) or an exception's class name."""
+        if self._ended:
+            return
         kind = error if isinstance(error, str) else type(error).__name__
         self._failed = True
         self.span.set_attribute(ERROR_TYPE, kind)
@@ -153,9 +159,9 @@ class _Span(object):
     def end(self, error: Any = None) -> None:
         if self._ended:
             return
-        self._ended = True
         if error is not None and not self._failed:  # (a JSON-RPC code set before the MCPError left the block)
             self.set_error(error)
+        self._ended = True
         self.span.end()
 
 
@@ -231,6 +237,50 @@ def tool_span(name: str, call_id: Optional[str] = None, tool_type: str = "functi
     return _NOOP if span is None else _Span(state, span, state.span_content)
 
 
+#: the execute_tool spans of provider tools (an MCP server's) while they run, by the id of their OpenTelemetry span:
+#: an MCP ``tools/call`` made under one adds its attributes to it instead of a span of its own (``mcp_span``)
+_PROVIDER_TOOLS = {}  # type: Dict[int, _Span]
+
+
+class _Merged(object):
+    """An MCP ``tools/call``'s handle on the run's execute_tool span it runs under (the MCP conventions: no second
+    span for a tool execution already traced; its MCP attributes go on that span).  It never ends that span: the
+    run's ``with`` does, and records the tool's arguments and result."""
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle: _Span) -> None:
+        self._handle = handle
+
+    @property
+    def recording(self) -> bool:
+        return self._handle.recording
+
+    def __enter__(self) -> "_Merged":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        return None
+
+    def set_attribute(self, name: str, value: Any) -> None:
+        self._handle.set_attribute(name, value)
+
+    def set_error(self, error: Any) -> None:
+        self._handle.set_error(error)
+
+    def set_arguments(self, arguments: Any) -> None:
+        pass
+
+    def set_result(self, result: Any) -> None:
+        pass
+
+    def end(self, error: Any = None) -> None:
+        pass
+
+    def activate(self) -> "_Noop":
+        return _NOOP
+
+
 class RunSpans(object):
     """The tool runner's spans as a ToolHook (agenthub.agent.hooks; by its methods: telemetry imports nothing
     of the agent wing): an ``invoke_agent`` span per run, current while each turn's request goes out (the
@@ -240,6 +290,7 @@ class RunSpans(object):
 
     def __init__(self) -> None:
         self._runs = {}  # type: Dict[int, Any]  # id(run) -> its invoke_agent span, while the run goes on
+        self._tools = {}  # type: Dict[int, Dict[int, _Span]]  # id(run) -> its execute_tool spans still open
 
     def on_run_start(self, run: Any) -> None:
         try:
@@ -256,7 +307,18 @@ class RunSpans(object):
         if isinstance(span, _Span):
             self._runs[id(run)] = span
 
+    def on_results(self, run: Any, message: Any) -> None:
+        """Every call of the turn is answered: a tool span still open is a call the run stopped waiting for (its
+        timeout: the thread runs on, Python cannot stop it), ended now as the timeout it was to the run."""
+        running = self._tools.get(id(run))
+        for span in list(running.values()) if running else ():
+            try:
+                span.end("timeout")
+            except Exception:
+                _hook.logger.debug("agenthub telemetry: a tool span was not ended", exc_info=True)
+
     def on_run_end(self, run: Any, error: Any) -> None:
+        self._tools.pop(id(run), None)
         span = self._runs.pop(id(run), None)
         if span is not None:
             try:
@@ -279,11 +341,20 @@ class RunSpans(object):
         with tool_span(call["name"], call.get("tool_call_id"), "extension" if kind == "provider" else "function",
                        parent=parent) as span:
             span.set_arguments(call.get("arguments"))
+            key = id(span.span) if isinstance(span, _Span) else None
+            if key is not None:
+                self._tools.setdefault(id(run), {})[key] = span  # (ended at on_results if the run stops waiting)
+                if kind == "provider":  # an MCP tools/call under it adds its attributes to it (mcp_span)
+                    _PROVIDER_TOOLS[key] = span
             try:
                 item = proceed()
             except BaseException as exc:
                 span.set_error(exc)
                 raise
+            finally:
+                if key is not None:
+                    _PROVIDER_TOOLS.pop(key, None)
+                    self._tools.get(id(run), {}).pop(key, None)
             span.set_result(item)
             return item
 
@@ -293,12 +364,15 @@ _hook.run_spans = RunSpans()
 
 def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Optional[str] = None, *,
              target: Optional[str] = None, request_id: Any = None, server: Optional[str] = None,
-             transport: Optional[str] = None) -> Any:
+             transport: Optional[str] = None, resource_uri: Optional[str] = None) -> Any:
     """A CLIENT span for one MCP request: ``{method} {target}`` (target: the tool or prompt name),
     ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id`` (pass it only where the protocol
     has sessions), ``jsonrpc.request.id``, and for ``tools/call`` ``gen_ai.operation.name`` execute_tool
     and ``gen_ai.tool.name``.  ``server``: the URL (server.address/port) or None (stdio: network.transport
-    ``pipe``).  Inside its ``with``, ``inject_meta`` puts its trace context in the request's ``_meta``."""
+    ``pipe``).  ``resource_uri``: the request's resource URI (``resources/read``: ``mcp.resource.uri``, its
+    user part and query values ``***``).  Inside its ``with``, ``inject_meta`` puts its trace context in the
+    request's ``_meta``.  A ``tools/call`` made under a run's execute_tool span of a provider tool is no span of
+    its own: its attributes go on that span (the MCP conventions, for a tool execution already traced)."""
     state = _hook._state
     if state is None:
         return _NOOP
@@ -315,6 +389,8 @@ def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Op
             attributes[GEN_AI_TOOL_NAME] = target
     elif method == "prompts/get" and target:
         attributes["gen_ai.prompt.name"] = target
+    if isinstance(resource_uri, str) and resource_uri:  # (a signed URL's signature is a credential: never shown)
+        attributes[MCP_RESOURCE_URI] = _shown_uri(resource_uri)
     if server:
         origin = url_origin(server)
         if origin is not None:
@@ -326,6 +402,14 @@ def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Op
             attributes[SERVER_ADDRESS] = url_host(server)
     elif transport:
         attributes["network.transport"] = transport
+    if method == "tools/call" and _PROVIDER_TOOLS:  # under a run's execute_tool span: its attributes go there
+        current = state.trace.get_current_span()
+        tool = _PROVIDER_TOOLS.get(id(current))
+        if tool is not None and tool.span is current:
+            for key, value in attributes.items():
+                if key not in (GEN_AI_OPERATION_NAME, GEN_AI_TOOL_NAME):  # (the run's tool span says its own)
+                    tool.set_attribute(key, value)
+            return _Merged(tool)
     name = "{} {}".format(method, target) if target and method in ("tools/call", "prompts/get") else method
     span = _started(state, name, kind=state.kind_client, attributes=attributes)
     return _NOOP if span is None else _Span(state, span, state.span_content)
@@ -392,7 +476,12 @@ def continue_trace(headers: Optional[Mapping[str, Any]]) -> Any:
             carrier[name] = value
     if "traceparent" not in carrier:
         return _NOOP
-    return _Continued(state, state.propagate.extract(carrier))
+    try:
+        context = state.propagate.extract(carrier)
+    except Exception:  # a propagator that raises: the request goes on in a trace of its own
+        logger.debug("agenthub telemetry: the incoming trace context was not read", exc_info=True)
+        return _NOOP
+    return _Continued(state, context)
 
 
 def inject_meta(meta: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
