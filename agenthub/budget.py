@@ -1,8 +1,9 @@
 """Spending limits: ``agenthub.Budget(max_usd)``, shared by any number of clients and threads.
 
 Before each request the worst case is reserved: its input (counted, or the local estimate of
-``estimate_tokens``) plus ``max_tokens`` of output (all of it image tokens, on an image model whose image
-output has its own price), at the model's list prices from the catalog
+``estimate_tokens``; its audio items at the model's audio input price, where it has one) plus ``max_tokens`` of
+output (all of it image or audio tokens, on a model whose image or audio output has its own price), at the
+model's list prices from the catalog
 (the dearest way the input may be billed: plain input, or written to the prompt cache where the
 model has a write surcharge; long-context prices when the input is above the model's threshold).
 When spent + held + that worst case is above ``max_usd``, ``BudgetExceededError`` is raised and
@@ -42,20 +43,24 @@ def _caching(value: Any) -> str:
 
 
 def worst_case_usd(model: str, input_tokens: int, max_output_tokens: int, *, tier: Optional[str] = None,
-                   batch: bool = False, prompt_caching: Any = None) -> Optional[float]:
+                   batch: bool = False, prompt_caching: Any = None, audio_tokens: int = 0) -> Optional[float]:
     """The most a request can cost at list price: all input billed the dearest way it may be (plain,
     or written to the prompt cache where the model prices writes: 5-minute writes unless
-    ``prompt_caching`` is ``disable``, 1-hour ones too when it is ``enhance``) and
-    ``max_output_tokens`` of output (image tokens, on a model whose image output costs more), at the dearest
-    tier it may be billed at (with no ``tier``, on a
+    ``prompt_caching`` is ``disable``, 1-hour ones too when it is ``enhance``; ``audio_tokens`` of it, the
+    request's audio, at the model's audio input price where it has one) and
+    ``max_output_tokens`` of output (image or audio tokens, on a model whose image or audio output costs more),
+    at the dearest tier it may be billed at (with no ``tier``, on a
     model priced by the time of day: its standard prices and each time-of-day tier's, since the
     window may change while the request runs).  None when the model has no price."""
     from .catalog import _find, cost, timed_tiers
-    from .stream import with_output_images
+    from .stream import with_audio, with_output_images
 
-    # (every output token at the dearest output price: an image model's image-output price, where it has one)
-    usage = with_output_images({"prompt_tokens": input_tokens, "cached_tokens": 0, "thoughts_tokens": 0,
-                                "response_tokens": max_output_tokens}, max_output_tokens)
+    buckets = with_audio({"prompt_tokens": input_tokens, "cached_tokens": 0, "thoughts_tokens": 0,
+                          "response_tokens": max_output_tokens}, min(audio_tokens, input_tokens))
+    # (every output token at the dearest output price: an image model's image-output price, an audio model's
+    # audio-output price, where it has one)
+    usages = [with_output_images(buckets, max_output_tokens),
+              with_audio(buckets, getattr(buckets, "input_audio_tokens", None), None, max_output_tokens)]
     tiers = [tier]  # type: List[Optional[str]]
     if tier is None and not batch:
         row = _find(model, None)
@@ -65,17 +70,18 @@ def worst_case_usd(model: str, input_tokens: int, max_output_tokens: int, *, tie
     durations = {"disable": (), "enable": ("5m",), "enhance": ("5m", "1h")}[caching]
     candidates = []
     for name in tiers:
-        plain = cost(model, usage, tier=name, batch=batch, cache_writes=0)
-        if plain is None:
+        plain = [cost(model, usage, tier=name, batch=batch, cache_writes=0) for usage in usages]
+        if plain[0] is None:
             if name == tiers[0]:
                 return None
             continue
-        candidates.append(plain)
+        candidates.extend(price for price in plain if price is not None)
         if input_tokens:
             for writes in ({duration: input_tokens} for duration in durations):
-                price = cost(model, usage, tier=name, batch=batch, cache_writes=writes)
-                if price is not None:
-                    candidates.append(price)
+                for usage in usages:
+                    price = cost(model, usage, tier=name, batch=batch, cache_writes=writes)
+                    if price is not None:
+                        candidates.append(price)
     return max(candidates)
 
 
@@ -126,23 +132,29 @@ class Budget(object):
         return self.store.budget_totals(self.key)[2]
 
     def reserve(self, model: str, input_tokens: int, max_output_tokens: int, *, tier: Optional[str] = None,
-                batch: bool = False, prompt_caching: Any = None, at: Any = None) -> "Reservation":
+                batch: bool = False, prompt_caching: Any = None, at: Any = None,
+                audio_tokens: int = 0) -> "Reservation":
         """Hold the worst case of one request (``worst_case_usd``), or raise BudgetExceededError
         (nothing is held then).  ``at``: when the request is sent (Unix seconds or a datetime; None: now),
-        the time its settlement prices it at on a model priced by the time of day.
+        the time its settlement prices it at on a model priced by the time of day.  ``audio_tokens``: how many
+        of ``input_tokens`` are audio (held at the model's audio input price, where it has one).
 
         ConfigError for a model without a price (unless ``allow_unpriced``) or bad counts.
         """
         from .stream import MAX_USAGE_TOKENS
 
-        for name, value in (("input_tokens", input_tokens), ("max_output_tokens", max_output_tokens)):
+        for name, value in (("input_tokens", input_tokens), ("max_output_tokens", max_output_tokens),
+                            ("audio_tokens", audio_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError("{} must be a non-negative int (got {!r})".format(name, value))
         from .catalog import _clock, _seconds
 
         sent = _clock() if at is None else _seconds(at)
+        if audio_tokens > input_tokens:
+            raise ConfigError("audio_tokens ({}) exceed the input_tokens ({}) they are part of".format(
+                audio_tokens, input_tokens))
         needed = worst_case_usd(model, input_tokens, max_output_tokens, tier=tier, batch=batch,
-                                prompt_caching=prompt_caching)
+                                prompt_caching=prompt_caching, audio_tokens=audio_tokens)
         if needed is None:
             too_many = [(name, value) for name, value in (("input_tokens", input_tokens),
                                                           ("max_output_tokens", max_output_tokens))
@@ -334,13 +346,15 @@ class BudgetHook(AttemptHook):
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
         inputs = estimate_tokens(attempt.messages or (), config)
         from .catalog import fast_tier
+        from .estimate import audio_tokens
 
         started = getattr(getattr(attempt, "call", None), "started_ms", None)
         try:
             hold = self.budget.reserve(attempt.model, inputs, int(limit),
                                        tier=fast_tier(attempt.model) if config.get("fast_mode") else None,
                                        prompt_caching=config.get("prompt_caching"),
-                                       at=started / 1000.0 if isinstance(started, int) else None)
+                                       at=started / 1000.0 if isinstance(started, int) else None,
+                                       audio_tokens=min(audio_tokens(attempt.messages or ()), inputs))
         except BudgetExceededError as exc:
             if not from_catalog:
                 raise

@@ -11,7 +11,10 @@ Prices are USD per 1M tokens.  ``cost`` reads the usage buckets of a turn (``Usa
 (cache reads), ``thoughts_tokens`` and ``response_tokens`` (both billed as output), the cache
 writes the wire reported beside them (``stream.Usage.cache_write`` / ``cache_write_1h``), and the
 image tokens of the output (``stream.Usage.output_image_tokens``: part of ``response_tokens``, billed at
-the row's ``output_image`` price where it has one, e.g. Gemini's image models).  A model
+the row's ``output_image`` price where it has one, e.g. Gemini's image models), and the audio tokens of the
+input, the cached input and the output (``stream.Usage.input_audio_tokens``, ``cached_audio_tokens``,
+``output_audio_tokens``: parts of ``prompt_tokens``, ``cached_tokens`` and ``response_tokens``, billed at the
+row's ``input_audio``, ``cached_input_audio`` and ``output_audio`` prices where it has them).  A model
 priced by the time of day (a ``peak`` / ``off_peak`` tier with ``utc_windows``, on the UTC weekdays of its
 ``utc_days`` where it names them) is priced at the tier in force when the request was sent.
 """
@@ -67,9 +70,14 @@ class _PricesBase(TypedDict):
 
 class Prices(_PricesBase, total=False):
     """USD per 1M tokens; None where the sources give no price for that bucket.  ``output_image``: the
-    price of the output's image tokens where it differs from ``output`` (Gemini's image models)."""
+    price of the output's image tokens where it differs from ``output`` (Gemini's image models);
+    ``input_audio``, ``cached_input_audio``, ``output_audio``: the prices of the audio tokens of the input, the
+    cached input and the output where they differ from text (Gemini Flash, OpenAI's audio models)."""
 
     output_image: float
+    input_audio: float
+    cached_input_audio: float
+    output_audio: float
     long_context: List[LongContextPrices]
     utc_windows: List[str]  # peak / off_peak tiers: the daily windows (UTC) they apply in
     utc_days: List[str]  # and the UTC weekdays they apply on ("Mon" ... "Sun"; every day when absent)
@@ -441,7 +449,9 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     when not given, the writes the usage carries from the wire (an answer's ``usage_metadata``:
     ``stream.Usage.cache_write``, split by ``cache_write_1h`` where the wire gives the TTL; writes without
     a TTL at the 5-minute or the model's only write price).  The output's image tokens the usage carries
-    (``stream.Usage.output_image_tokens``) are billed at the ``output_image`` price where the price set has one.
+    (``stream.Usage.output_image_tokens``) are billed at the ``output_image`` price where the price set has one,
+    its audio tokens (``input_audio_tokens``, ``cached_audio_tokens``, ``output_audio_tokens``) at the
+    ``input_audio``, ``cached_input_audio`` (else ``input_audio``) and ``output_audio`` prices where it has them.
     A price set without a write price bills writes at its input price (providers without a write
     surcharge).  Long-context prices apply to the whole request when its input (prompt + cached
     tokens) is above the model's threshold.  None when the model is unknown, has no price for the
@@ -494,15 +504,26 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
         raise ConfigError("cache_writes ({}) exceed the prompt_tokens ({}) they are part of".format(written, prompt))
     total_input = prompt + cached
     images = min(usage_count(getattr(usage, "output_image_tokens", None)) or 0, counts[3])
-    image_price = prices.get("output_image")
+    # the audio tokens (Usage): of the uncached input not written to the cache, of the cached input, of the output
+    heard = min(usage_count(getattr(usage, "input_audio_tokens", None)) or 0, prompt - written)
+    heard_cached = min(usage_count(getattr(usage, "cached_audio_tokens", None)) or 0, cached)
+    spoken = min(usage_count(getattr(usage, "output_audio_tokens", None)) or 0, counts[3] - images)
+    media = {name: prices.get(name) for name in ("output_image", "input_audio", "cached_input_audio", "output_audio")}
     for level in reversed(prices.get("long_context") or ()):
         if total_input > level["above_input_tokens"]:
             prices = level
             break
-    image_price = prices.get("output_image", image_price)
-    parts = [(prompt - written, prices.get("input")), (cached, prices.get("cached_input")),
-             (output - images, prices.get("output")),
-             (images, prices.get("output") if image_price is None else image_price)]
+    media = {name: prices.get(name, price) for name, price in media.items()}  # (a level's own, where it has one)
+    text_in, text_cached, text_out = prices.get("input"), prices.get("cached_input"), prices.get("output")
+    audio_in = text_in if media["input_audio"] is None else media["input_audio"]
+    parts = [(prompt - written - heard, text_in), (cached - heard_cached, text_cached),
+             (output - images - spoken, text_out),
+             (images, text_out if media["output_image"] is None else media["output_image"]),
+             (heard, audio_in),
+             # cached audio without its own price: at the audio input price where there is one (never below the bill)
+             (heard_cached, media["cached_input_audio"] if media["cached_input_audio"] is not None
+              else text_cached if media["input_audio"] is None else audio_in),
+             (spoken, text_out if media["output_audio"] is None else media["output_audio"])]
     if writes["5m"]:
         rate = prices.get("cache_write_5m")
         parts.append((writes["5m"], rate if rate is not None else _no_write_price(prices)))

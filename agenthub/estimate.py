@@ -4,7 +4,8 @@ which adds the output limit), ``count_tokens(..., estimate=True)`` returns it.
 
 Text (messages, thinking, tool calls and results, the system prompt, tool schemas, a response schema):
 UTF-8 bytes / 3, rounded up, above what BPE tokenizers give for English (about 4 characters a token)
-and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; each audio or
+and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; a WAV sent as bytes
+``AUDIO_TOKENS_PER_SECOND`` for each second its header says it lasts, at least ``MEDIA_TOKENS``; each other audio or
 video item, and each media item sent by URL, ``MEDIA_TOKENS``; a document sent as bytes (a PDF, a text or
 office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are
 read as text and as images: a fixed figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
@@ -15,13 +16,16 @@ import json
 import math
 from typing import Any, Iterable, Mapping, Optional
 
-__all__ = ["estimate_tokens", "estimate_with_output", "IMAGE_TOKENS", "MEDIA_TOKENS", "MESSAGE_TOKENS",
+__all__ = ["estimate_tokens", "estimate_with_output", "audio_tokens", "IMAGE_TOKENS", "MEDIA_TOKENS",
+           "AUDIO_TOKENS_PER_SECOND", "MESSAGE_TOKENS",
            "TOOL_TOKENS", "DOCUMENT_BYTES_PER_TOKEN"]
 
 #: tokens per image (about what Anthropic bills for a 1.15-megapixel image)
 IMAGE_TOKENS = 1600
 #: tokens per audio or video item, per media item sent by URL, and the least a document counts
 MEDIA_TOKENS = 1600
+#: audio tokens per second of a WAV (Gemini counts 32 a second, the most of any provider's documented rate)
+AUDIO_TOKENS_PER_SECOND = 32
 #: a document's bytes per token (PDF text is compressed, and each page is also read as an image: high side)
 DOCUMENT_BYTES_PER_TOKEN = 2
 #: tokens added per message (role and framing) and per tool schema
@@ -47,6 +51,34 @@ def media_tokens(mime_type: str, size: Optional[int]) -> int:
     if size is None or mime_type.startswith(("audio/", "video/")):
         return MEDIA_TOKENS
     return max(MEDIA_TOKENS, int(math.ceil(size / float(DOCUMENT_BYTES_PER_TOKEN))))
+
+
+def wav_seconds(data: Any) -> Optional[float]:
+    """How long a WAV lasts, from its header: its size over the byte rate its ``fmt `` chunk says (the header
+    counted as sound too: never short); None for bytes that are not a WAV with a consistent ``fmt `` chunk."""
+    if not isinstance(data, (bytes, bytearray)) or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        return None
+    at = 12
+    while at + 8 <= min(len(data), 1 << 16):  # (the fmt chunk comes first in practice: a bounded walk)
+        size = int.from_bytes(data[at + 4:at + 8], "little")
+        if data[at:at + 4] == b"fmt ":
+            body = data[at + 8:at + 8 + 16]
+            if len(body) < 16:
+                return None
+            rate, byte_rate = int.from_bytes(body[4:8], "little"), int.from_bytes(body[8:12], "little")
+            align = int.from_bytes(body[12:14], "little")
+            if byte_rate <= 0 or byte_rate != rate * align:
+                return None
+            return len(data) / float(byte_rate)
+        at += 8 + size + (size & 1)
+    return None
+
+
+def _audio_tokens(data: Any) -> int:
+    seconds = wav_seconds(data)
+    if seconds is None:
+        return MEDIA_TOKENS
+    return max(MEDIA_TOKENS, int(math.ceil(seconds * AUDIO_TOKENS_PER_SECOND)))
 
 
 def _url_tokens(url: str) -> int:
@@ -75,8 +107,11 @@ def _item_tokens(item: Mapping[str, Any]) -> int:
         return _url_tokens(url) if isinstance(url, str) else IMAGE_TOKENS
     if kind == "inline_data":
         data = item.get("data")
+        mime_type = str(item.get("mime_type") or "")
+        if mime_type.lower().startswith("audio/"):
+            return _audio_tokens(data)
         size = len(data) if isinstance(data, (bytes, bytearray, str)) else None
-        return media_tokens(str(item.get("mime_type") or ""), size)
+        return media_tokens(mime_type, size)
     if kind == "inline_thinking":
         return MEDIA_TOKENS
     return text_tokens(json.dumps({k: v for k, v in item.items() if k != "fidelity"}, default=str))
@@ -110,3 +145,16 @@ def estimate_with_output(messages: Iterable[Mapping[str, Any]], config: Optional
     max_tokens = config.get("max_tokens")
     out = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0 else 0
     return estimate_tokens(messages, config) + out
+
+
+def audio_tokens(messages: Iterable[Mapping[str, Any]]) -> int:
+    """The part of ``estimate_tokens`` that is audio: the request's audio items (``inline_data`` of an
+    ``audio/`` type), what a Budget holds at the model's audio input price."""
+    total = 0
+    for message in messages or ():
+        items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
+        for item in items or ():
+            if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "inline_data" and \
+                    str(item.get("mime_type") or "").lower().startswith("audio/"):
+                total += _item_tokens(item)
+    return total

@@ -20,7 +20,7 @@ from .validate import check_json
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
-           "with_output_images", "USAGE_EXTRAS", "usage_extras", "with_usage_extras",
+           "with_output_images", "with_audio", "USAGE_EXTRAS", "usage_extras", "with_usage_extras",
            "StopEvent", "whole_text", "surrogates_escaped", "text_is_utf8", "paired_halves",
            "surrogates_shown"]
 
@@ -86,6 +86,8 @@ def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
     if written is not None:
         out = with_cache_write(out, written, getattr(usage, "cache_write_1h", None))
     out = with_output_images(out, getattr(usage, "output_image_tokens", None))
+    out = with_audio(out, getattr(usage, "input_audio_tokens", None), getattr(usage, "cached_audio_tokens", None),
+                     getattr(usage, "output_audio_tokens", None))
     tier = getattr(usage, "service_tier", None)
     return out if tier is None else with_service_tier(out, tier, CATALOG_TIERS)  # (a catalog tier already)
 
@@ -102,27 +104,46 @@ class Usage(dict):
     ``service_tier``: ``"standard"``, ``"priority"`` or ``"flex"``), None where it says none of them;
     and ``output_image_tokens``, how many of ``response_tokens`` are image tokens (Gemini's
     ``candidatesTokensDetails`` entry of modality ``IMAGE``), billed at the model's image-output price,
-    None where the wire says no image tokens.  ``agenthub.cost`` and telemetry read them."""
+    None where the wire says no image tokens; and the audio tokens the wire counts (billed at the model's
+    audio prices): ``input_audio_tokens``, how many of ``prompt_tokens`` are audio (OpenAI
+    ``prompt_tokens_details.audio_tokens``, Gemini's ``promptTokensDetails`` entry of modality ``AUDIO`` less the
+    cached part), ``cached_audio_tokens``, how many of ``cached_tokens`` are (Gemini's ``cacheTokensDetails``
+    ``AUDIO``), and ``output_audio_tokens``, how many of ``response_tokens`` are (OpenAI
+    ``completion_tokens_details.audio_tokens``, Gemini's ``candidatesTokensDetails`` ``AUDIO``), each None where
+    the wire says none.  ``agenthub.cost`` and telemetry read them."""
 
-    __slots__ = ("cache_write", "cache_write_1h", "service_tier", "output_image_tokens")
+    __slots__ = ("cache_write", "cache_write_1h", "service_tier", "output_image_tokens", "input_audio_tokens",
+                 "cached_audio_tokens", "output_audio_tokens")
     cache_write: Optional[int]
     cache_write_1h: Optional[int]
     service_tier: Optional[str]
     output_image_tokens: Optional[int]
+    input_audio_tokens: Optional[int]
+    cached_audio_tokens: Optional[int]
+    output_audio_tokens: Optional[int]
 
     def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the counts
-        return (_usage, (dict(self), getattr(self, "cache_write", None), getattr(self, "cache_write_1h", None),
-                         getattr(self, "service_tier", None), getattr(self, "output_image_tokens", None)))
+        return (_usage, (dict(self),) + tuple(getattr(self, name, None) for name in Usage.__slots__))
 
 
 def _usage(buckets: Any, written: Optional[int], written_1h: Optional[int], tier: Optional[str],
-           images: Optional[int] = None) -> "Usage":
+           images: Optional[int] = None, audio_in: Optional[int] = None, audio_cached: Optional[int] = None,
+           audio_out: Optional[int] = None) -> "Usage":
     out = Usage(buckets)
     out.cache_write = written
     out.cache_write_1h = written_1h
     out.service_tier = tier
     out.output_image_tokens = images
+    out.input_audio_tokens = audio_in
+    out.cached_audio_tokens = audio_cached
+    out.output_audio_tokens = audio_out
     return out
+
+
+def _carried(buckets: Any, **changes: Any) -> "Usage":
+    """A ``Usage`` of ``buckets``' four buckets carrying what ``buckets`` carries, ``changes`` replacing some."""
+    return _usage(buckets, *(changes[name] if name in changes else getattr(buckets, name, None)
+                             for name in Usage.__slots__))
 
 
 def with_output_images(buckets: Any, count: Any) -> Any:
@@ -135,8 +156,23 @@ def with_output_images(buckets: Any, count: Any) -> Any:
     count = min(count, usage_count(buckets.get("response_tokens")) or 0)
     if not count:
         return buckets
-    return _usage(buckets, getattr(buckets, "cache_write", None), getattr(buckets, "cache_write_1h", None),
-                  getattr(buckets, "service_tier", None), count)
+    return _carried(buckets, output_image_tokens=count)
+
+
+def with_audio(buckets: Any, input_audio: Any = None, cached_audio: Any = None, output_audio: Any = None) -> Any:
+    """``buckets`` carrying the audio tokens the wire counts: of ``prompt_tokens`` (``Usage.input_audio_tokens``),
+    of ``cached_tokens`` (``cached_audio_tokens``), of ``response_tokens`` (``output_audio_tokens``), each at most
+    its bucket (a count that is not a token count, or zero, is left out); as they are when there are none."""
+    if not isinstance(buckets, dict):
+        return buckets
+    counts = {}
+    for name, count, bucket in (("input_audio_tokens", input_audio, "prompt_tokens"),
+                                ("cached_audio_tokens", cached_audio, "cached_tokens"),
+                                ("output_audio_tokens", output_audio, "response_tokens")):
+        count = min(usage_count(count) or 0, usage_count(buckets.get(bucket)) or 0)
+        if count:
+            counts[name] = count
+    return _carried(buckets, **counts) if counts else buckets
 
 
 def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
@@ -147,12 +183,12 @@ def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
     if written is None:
         return buckets
     hour = usage_count(written_1h)
-    return _usage(buckets, written, hour if hour is not None and hour <= written else None,
-                  getattr(buckets, "service_tier", None), getattr(buckets, "output_image_tokens", None))
+    return _carried(buckets, cache_write=written, cache_write_1h=hour if hour is not None and hour <= written else None)
 
 
 #: what a ``Usage`` carries beside its four buckets (each priced: ``agenthub.cost`` reads them)
-USAGE_EXTRAS = ("cache_write", "cache_write_1h", "output_image_tokens", "service_tier")
+USAGE_EXTRAS = ("cache_write", "cache_write_1h", "output_image_tokens", "input_audio_tokens", "cached_audio_tokens",
+                "output_audio_tokens", "service_tier")
 
 
 def usage_extras(usage: Any) -> Dict[str, Any]:
@@ -171,6 +207,8 @@ def with_usage_extras(buckets: Any, extras: Any) -> Any:
     if extras.get("cache_write") is not None:
         buckets = with_cache_write(buckets, extras["cache_write"], extras.get("cache_write_1h"))
     buckets = with_output_images(buckets, extras.get("output_image_tokens"))
+    buckets = with_audio(buckets, extras.get("input_audio_tokens"), extras.get("cached_audio_tokens"),
+                         extras.get("output_audio_tokens"))
     return with_service_tier(buckets, extras.get("service_tier"), CATALOG_TIERS)  # (the catalog's tier names)
 
 
@@ -191,8 +229,7 @@ def with_service_tier(buckets: Any, said: Any, names: Mapping[str, str] = SERVIC
     tier = names.get(said) if isinstance(said, str) else None
     if tier is None or not isinstance(buckets, dict):
         return buckets
-    return _usage(buckets, getattr(buckets, "cache_write", None), getattr(buckets, "cache_write_1h", None), tier,
-                  getattr(buckets, "output_image_tokens", None))
+    return _carried(buckets, service_tier=tier)
 
 
 class StreamEnd(object):

@@ -25,7 +25,9 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
   batch discount (dated, with the page that says it): a priced model the sources give no batch price
   gets its standard prices times that factor.  Its ``image_output_prices`` are the vendors'
   documented prices of image-output tokens (dated, with their pages): ``output_image`` on the
-  standard prices of the models each covers, and on their batch prices at the batch discount.
+  standard prices of the models each covers, and on their batch prices at the batch discount.  Its
+  ``audio_prices`` are, likewise, the vendors' documented prices of audio tokens (``input_audio``,
+  ``output_audio``) for models the sources give none (genai-prices' own audio prices are kept as they are).
   Its ``long_context_rules`` are the vendors' documented reach of their long-context prices (dated, with
   their pages): the batch and tier prices of the models each covers get the standard prices' long-context
   levels (at the same multiples) where the sources give them none.
@@ -78,6 +80,15 @@ PRICE_KEYS = [
     ("output_mtok", "output"),
 ]
 CATALOG_PRICES = [key for _, key in PRICE_KEYS]
+#: genai-prices' audio prices -> catalog keys, kept where a set has them (the audio tokens of the input, of the
+#: cached input and of the output: ``stream.Usage.input_audio_tokens`` / ``cached_audio_tokens`` /
+#: ``output_audio_tokens``, billed apart from text)
+AUDIO_KEYS = [
+    ("input_audio_mtok", "input_audio"),
+    ("cache_audio_read_mtok", "cached_input_audio"),
+    ("output_audio_mtok", "output_audio"),
+]
+AUDIO_PRICES = [key for _, key in AUDIO_KEYS]
 #: service tiers kept from genai-prices' price variants ({"service_tier": X} or {"speed": X})
 TIER_VARIANTS = {("service_tier", "priority"): "priority", ("service_tier", "flex"): "flex",
                  ("service_tier", "fast"): "fast", ("speed", "fast"): "fast"}
@@ -120,6 +131,12 @@ def _price_set(model_price):
                 tiers.setdefault(tier.start, {})[key] = _number(tier.price)
         else:
             out[key] = _number(value)
+    for gp_key, key in AUDIO_KEYS:
+        value = getattr(model_price, gp_key, None)
+        if isinstance(value, TieredPrices):  # (none has one: its levels would need the long-context rule below)
+            raise SystemExit("{}: tiered audio prices are not supported".format(gp_key))
+        if value is not None:
+            out[key] = _number(value)
     if tiers:
         levels = []
         for start in sorted(tiers):
@@ -159,6 +176,17 @@ def _merge(standard, partial):
     levels = [level for level in levels if any(level[key] != out[key] for key in CATALOG_PRICES)]  # (a price changes)
     if levels:
         out["long_context"] = levels
+    # an audio price the variant does not name: the standard one, times the variant's input price over the standard
+    # one where that is above 1 (a priority tier's surcharge), never below it (a batch discount the source does not
+    # state for audio is not assumed: the audio is held and priced at the standard audio price, never under the bill)
+    factor = Decimal(1)
+    if out["input"] is not None and standard["input"]:
+        factor = max(factor, Decimal(str(out["input"])) / Decimal(str(standard["input"])))
+    for _, key in AUDIO_KEYS:
+        if key in variant:
+            out[key] = variant[key]
+        elif key in standard:
+            out[key] = _number(Decimal(str(standard[key])) * factor)
     return out
 
 
@@ -407,8 +435,8 @@ def _scaled(prices, factor):
     def times(value):
         return None if value is None else float(Decimal(str(value)) * Decimal(str(factor)))
 
-    out = {key: (times(value) if key in CATALOG_PRICES else value) for key, value in prices.items()
-           if key != "long_context"}
+    out = {key: (times(value) if key in CATALOG_PRICES or key in AUDIO_PRICES else value)
+           for key, value in prices.items() if key != "long_context"}
     if prices.get("long_context"):
         out["long_context"] = [dict({key: times(level.get(key)) for key in CATALOG_PRICES},
                                     above_input_tokens=level["above_input_tokens"]) for level in prices["long_context"]]
@@ -433,38 +461,44 @@ def apply_batch_discounts(rows, rules):
     return priced
 
 
-def apply_image_output_prices(rows, rules, discounts):
-    """The vendors' documented image-output prices (``image_output_prices``: each a dated rule with its page, the
-    models it covers, a regular expression, and ``output_image`` in USD per 1M tokens): set on the standard
-    prices of every priced model a rule covers, and on its batch prices at the provider's batch discount
-    (``batch_discounts``); -> the problems (a rule that covers no priced model, a batch price set without a
-    discount to scale by)."""
+#: the media prices a rule of ``image_output_prices`` / ``audio_prices`` may set (USD per 1M tokens)
+MEDIA_PRICES = ("output_image", "input_audio", "output_audio")
+
+
+def apply_media_prices(rows, rules, discounts, label):
+    """The vendors' documented prices of image or audio tokens (``image_output_prices`` / ``audio_prices``: each a
+    dated rule with its page, the models it covers, a regular expression, and its prices in USD per 1M tokens,
+    of ``MEDIA_PRICES``): set on the standard prices of every priced model a rule covers, and on its batch prices
+    at the provider's batch discount (``batch_discounts``); the row's sources then name ``overrides:LABEL``;
+    -> the problems (a rule that covers no priced model, a batch price set without a discount to scale by)."""
     factors = {rule["provider"]: rule["factor"] for rule in discounts}
     problems = []
     for rule in rules:
         pattern = re.compile(rule["models"])
+        prices = {key: rule[key] for key in MEDIA_PRICES if key in rule}
+        factor = factors.get(rule["provider"])
+        batch = None if factor is None else {
+            key: float(Decimal(str(value)) * Decimal(str(factor))) for key, value in prices.items()}
         matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
                    and row["prices"]]
         if not matched:
             problems.append("{}: no priced {} model matches {}".format(
                 rule["source"], rule["provider"], rule["models"]))
         for row in matched:
-            row["prices"]["output_image"] = rule["output_image"]
+            row["prices"].update(prices)
             for change in row.get("scheduled") or ():
                 if change.get("prices"):
-                    change["prices"]["output_image"] = rule["output_image"]
-                if change.get("batch") and rule["provider"] in factors:
-                    change["batch"]["output_image"] = float(Decimal(str(rule["output_image"])) *
-                                                            Decimal(str(factors[rule["provider"]])))
+                    change["prices"].update(prices)
+                if change.get("batch") and batch is not None:
+                    change["batch"].update(batch)
             if row["batch"]:
-                if rule["provider"] not in factors:
-                    problems.append("{}/{}: batch prices, but no batch discount to price its image output".format(
-                        row["provider"], row["id"]))
+                if batch is None:
+                    problems.append("{}/{}: batch prices, but no batch discount to price its {}".format(
+                        row["provider"], row["id"], " and ".join(prices)))
                     continue
-                row["batch"]["output_image"] = float(Decimal(str(rule["output_image"])) *
-                                                     Decimal(str(factors[rule["provider"]])))
-            if "overrides:image_output_prices" not in row["sources"]:
-                row["sources"] = row["sources"] + ["overrides:image_output_prices"]
+                row["batch"].update(batch)
+            if "overrides:" + label not in row["sources"]:
+                row["sources"] = row["sources"] + ["overrides:" + label]
     return problems
 
 
@@ -634,10 +668,11 @@ def snapshot(day):
     rows, provider_info = build(day)
     covered = apply_overrides(rows, overrides)
     apply_batch_discounts(rows, discounts)
-    images = hand_kept.get("image_output_prices") or []
-    problems = apply_image_output_prices(rows, images, discounts)
-    if problems:
-        raise SystemExit("scripts/catalog_overrides.json, image_output_prices:\n  " + "\n  ".join(problems))
+    images, audio = hand_kept.get("image_output_prices") or [], hand_kept.get("audio_prices") or []
+    for label, rules in (("image_output_prices", images), ("audio_prices", audio)):
+        problems = apply_media_prices(rows, rules, discounts, label)
+        if problems:
+            raise SystemExit("scripts/catalog_overrides.json, {}:\n  ".format(label) + "\n  ".join(problems))
     long_context_rules = hand_kept.get("long_context_rules") or []
     problems = apply_long_context_rules(rows, long_context_rules)
     if problems:
@@ -661,7 +696,9 @@ def snapshot(day):
                  "(cached tokens included) is above above_input_tokens; batch and tiers are whole price sets; "
                  "a tier with utc_windows applies inside them (UTC), on the UTC weekdays of its utc_days where "
                  "it has them; "
-                 "output_image, where a set has it, prices the output's image tokens (the rest at output)",
+                 "output_image, where a set has it, prices the output's image tokens (the rest at output); "
+                 "input_audio, cached_input_audio and output_audio, where a set has them, price the audio tokens "
+                 "of the input, the cached input and the output (the rest at input, cached_input and output)",
         "sources": [
             {"name": "genai-prices", "version": metadata.version("genai-prices"),
              "url": "https://github.com/pydantic/genai-prices", "licence": "MIT",
@@ -679,6 +716,11 @@ def snapshot(day):
                           "output_image: the price of an image model's image-output tokens, where the vendor "
                           "bills them apart from text output (a row priced so names overrides:image_output_prices "
                           "in its sources)"),
+            _rules_source("audio_prices", audio, ("provider", "models", "input_audio", "output_audio", "taken",
+                                                  "source"),
+                          "input_audio / output_audio: the prices of an audio model's audio tokens the sources "
+                          "lack, where the vendor bills them apart from text (a row priced so names "
+                          "overrides:audio_prices in its sources)"),
             _rules_source("long_context_rules", long_context_rules,
                           ("provider", "models", "price_sets", "taken", "source"),
                           "long-context levels of the batch and tier prices the sources give none, where the "

@@ -9,6 +9,7 @@ from server_support import Builtin
 
 from agenthub import AutoLLMClient, Budget, cost, jobs
 from agenthub.jobs import read_output
+from agenthub.types import to_jsonable
 
 KEY = "server-key-0123456789"
 
@@ -25,8 +26,8 @@ def prices_on_every_path(model, kwargs, config, messages, tmp_path):
     paths["budget"] = budget.spent_usd
     paths["run"] = client().run(messages, config, tools=[]).result().cost_usd
     rows = tmp_path / "in.jsonl"
-    rows.write_text("".join(json.dumps({"id": "r{}".format(n), "model": model, "messages": messages,
-                                        "config": config}) + "\n" for n in range(2)))
+    rows.write_text("".join(json.dumps({"id": "r{}".format(n), "model": model, "messages": to_jsonable(messages),
+                                        "config": config}) + "\n" for n in range(2)))  # (bytes as {"__bytes__"})
     summary = jobs.run(str(rows), str(tmp_path / "out.jsonl"), workers=1, progress=False,
                        client_factory=lambda *route: client())
     paths["job row"] = read_output(str(tmp_path / "out.jsonl"))[0]["cost_usd"]

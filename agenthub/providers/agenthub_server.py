@@ -357,8 +357,8 @@ def _checked(item: Any, client: str) -> Any:
 
 def _usage(usage: Any, client: str) -> Any:
     """The stop event's usage_metadata: None, or the four buckets, each a non-negative int or None, carrying the
-    prompt-cache writes, the image tokens of the output and the service tier the server reported beside them
-    (``cache_write``, ``cache_write_1h``, ``output_image_tokens``, ``service_tier``: ``stream.Usage``)."""
+    prompt-cache writes, the image and audio tokens and the service tier the server reported beside them
+    (``stream.USAGE_EXTRAS``: ``stream.Usage``)."""
     if usage is None:
         return None
     if type(usage) is not dict or any(

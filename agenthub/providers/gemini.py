@@ -89,7 +89,7 @@ from urllib.parse import quote
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..sse import SSEEvent
-from ..stream import StreamEnd, usage_count, with_output_images
+from ..stream import StreamEnd, usage_count, with_audio, with_output_images
 from ..toolcalls import ToolCallAssembler
 from ..types import MAX_DEPTH, HttpRequest, PromptCaching, ThinkingLevel
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
@@ -722,7 +722,9 @@ build_request.takes_prior = True  # type: ignore[attr-defined]
 def map_usage(raw: Any) -> Dict[str, Optional[int]]:
     """Gemini usageMetadata -> the four exclusive buckets (toolUsePromptTokenCount is billed as input), carrying
     the image tokens of the output (``candidatesTokensDetails``, modality ``IMAGE``) as
-    ``Usage.output_image_tokens``: an image model bills them at its image-output price."""
+    ``Usage.output_image_tokens``: an image model bills them at its image-output price; and the audio tokens of the
+    input and output (the entries of modality ``AUDIO``: ``Usage.input_audio_tokens``, ``cached_audio_tokens``,
+    ``output_audio_tokens``), billed at the model's audio prices."""
     raw = raw if isinstance(raw, dict) else {}
     cached = to_int(raw.get("cachedContentTokenCount"))
     prompt = to_int(raw.get("promptTokenCount"))
@@ -730,8 +732,19 @@ def map_usage(raw: Any) -> Dict[str, Optional[int]]:
     if prompt is not None or tool_use is not None:
         prompt = (prompt or 0) - (cached or 0) + (tool_use or 0)
     buckets = usage(cached, prompt, to_int(raw.get("thoughtsTokenCount")), to_int(raw.get("candidatesTokenCount")))
-    return with_output_images(buckets, modality_tokens(raw.get("candidatesTokensDetails"), "modality", "tokenCount",
-                                                       "IMAGE"))
+    buckets = with_output_images(buckets, modality_tokens(raw.get("candidatesTokensDetails"), "modality",
+                                                          "tokenCount", "IMAGE"))
+    return with_audio(buckets, *audio_tokens(raw.get("promptTokensDetails"), raw.get("cacheTokensDetails"),
+                                             raw.get("candidatesTokensDetails"), "modality", "tokenCount"))
+
+
+def audio_tokens(prompt: Any, cache: Any, output: Any, modality_key: str, count_key: str) -> Tuple[Any, Any, Any]:
+    """(uncached input, cached input, output) audio tokens of by-modality lists: the prompt's list counts the
+    cached tokens too (promptTokenCount includes cachedContentTokenCount), so its cached part is taken off."""
+    said = modality_tokens(prompt, modality_key, count_key, "AUDIO")
+    cached = modality_tokens(cache, modality_key, count_key, "AUDIO")
+    return (None if said is None else max(said - (cached or 0), 0), cached,
+            modality_tokens(output, modality_key, count_key, "AUDIO"))
 
 
 def modality_tokens(details: Any, modality_key: str, count_key: str, modality: str) -> Optional[int]:

