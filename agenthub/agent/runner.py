@@ -454,6 +454,15 @@ def _images(images: Any) -> List[str]:
     raise TypeError("a tool_result's images must be a list of data: URLs (str); got {}".format(got))
 
 
+def _fresh(value: Any) -> Any:
+    """``value`` (arguments: JSON) with each of its dicts and lists a copy."""
+    if isinstance(value, dict):
+        return {key: _fresh(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fresh(item) for item in value]
+    return value
+
+
 def _error(call_id: str, text: str) -> Dict[str, Any]:
     return {"type": "tool_result", "tool_call_id": call_id, "text": text, "is_error": True}
 
@@ -2461,12 +2470,14 @@ class Run(object):
     def _invoke(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
         """The tool's result item (an error result when it raised: KeyboardInterrupt and SystemExit alone
         propagate); run inside the hooks' around_call."""
+        ran = []  # type: List[Any]  # what the tool returned, once it did (a hook may fail after that)
         try:
             if self._methods["around_call"]:
-                proceed = functools.partial(self._proceed, call, entry, arguments, shown)
+                proceed = functools.partial(self._proceed, call, entry, arguments, shown, ran)
                 if not entry.idempotent:
                     proceed = _once(proceed, entry.name, entry.kind == "tool")
-                item = self._wrapped("around_call", (self, dict(call, arguments=shown)), proceed)
+                # (a copy: what a hook does to it changes neither the model's call nor what the tool was given)
+                item = self._wrapped("around_call", (self, dict(call, arguments=_fresh(shown))), proceed)
                 if not isinstance(item, _Mapping) or item.get("type") != "tool_result":
                     raise ConfigError("an around_call hook returned a {}, not the tool_result item proceed() "
                                       "returns".format(type(item).__name__))
@@ -2480,20 +2491,32 @@ class Run(object):
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # an Exception, asyncio.CancelledError, ...: the model hears of it
-            return _error(call["tool_call_id"], error_text(exc, self._credentials))
+            error = error_text(exc, self._credentials)
+            if ran:  # an around_call hook failed after the tool ran: the model must not take it for a failure to run
+                item = ran[0]
+                return _cut(dict(item, is_error=True, text="{} ran and returned: {}; then an around_call hook failed: "
+                                 "{}".format(call["name"], item.get("text"), error)), self._max_output_chars)
+            return _error(call["tool_call_id"], error)
 
-    def _proceed(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
-        """The tool itself: its result item (what it raised propagates)."""
+    def _proceed(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any,
+                 ran: Optional[List[Any]] = None) -> Dict[str, Any]:
+        """The tool itself: its result item (what it raised propagates; ``ran`` gains the item)."""
         call_id = call["tool_call_id"]
         token = _CURRENT.set(_Current(self, call, shown, self._turn_keys.get(call_id, self._turns - 1)))
         try:
+            # (a copy: what a tool or provider does to its arguments never changes the model's call in the conversation)
             if entry.kind == "provider":
-                value = entry.provider.call_tool(entry.original, arguments)
+                value = entry.provider.call_tool(entry.original, _fresh(arguments))
             else:
-                value = entry.tool.fn(**arguments)
+                value = entry.tool.fn(**_fresh(arguments))
         finally:
             _CURRENT.reset(token)
-        item = result_item(value, call_id)
+        try:
+            item = result_item(value, call_id)
+        except Exception as exc:  # (a circular value, an int past str()'s digits, a __str__ that raises, bad images)
+            # it ran: the model is told so, not handed what reads as the tool's own failure (it would call it again)
+            item = _error(call_id, "{} ran, but what it returned cannot be sent: {}".format(
+                call["name"], error_text(exc, self._credentials)))
         if not text_is_utf8(item["text"]):  # (a tool's text with a lone surrogate: no request could carry it)
             item["text"] = _utf8(item["text"])
         if entry.kind == "provider" and isinstance(item.get("text"), str):
@@ -2503,4 +2526,6 @@ class Run(object):
             item["text"] = scrub_text(item["text"], own() if callable(own) else ())
         if item.get("is_error"):  # a provider's (an MCP server's) error text: scrubbed as an exception's
             item["text"] = scrub_free_text(item["text"], self._credentials)
+        if ran is not None:
+            ran.append(item)
         return item

@@ -1,0 +1,184 @@
+"""What a tool call does stays what it did (runner10): a tool that ran is never reported as one that failed to
+run (what it returned cannot be sent, an around_call hook failed after it), and what a tool, a provider or an
+around_call hook does to the arguments it was handed never changes the model's call in the conversation."""
+
+import json
+from typing import Any
+
+import pytest
+from agent_streams import chat_calls, chat_text
+from sse_server import Answer, SSEServer
+
+from agenthub import AutoLLMClient, tool
+from agenthub.agent import ToolHook
+
+KEY = "sk-test-side-effects-0001"
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Go."}]}
+
+
+def client_for(server):
+    return AutoLLMClient("gpt-4o-mini", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                         max_retries=0)
+
+
+def tool_results(request):
+    return [m for m in request["body"]["messages"] if m["role"] == "tool"]
+
+
+class _NoStr(object):
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def _circular():
+    value = {"id": 7}
+    value["self"] = value
+    return value
+
+
+RETURNED = {
+    "circular": (_circular, "pay ran, but what it returned cannot be sent: ValueError: Circular reference detected"),
+    "no_str": (_NoStr, "pay ran, but what it returned cannot be sent: RuntimeError: no text"),
+    "bad_images": (lambda: {"type": "tool_result", "text": "paid", "images": 7},
+                   "pay ran, but what it returned cannot be sent: TypeError: a tool_result's images must be a list of "
+                   "data: URLs (str); got a int"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RETURNED))
+@pytest.mark.parametrize("calls", [[("c1", "pay", "{}")],  # inline
+                                   [("c1", "pay", "{}"), ("c2", "other", "{}")]])  # on the run's threads
+def test_a_tool_whose_return_value_cannot_be_sent_is_said_to_have_run(kind, calls):
+    make, text = RETURNED[kind]
+    ran = []
+
+    @tool(idempotent=False)
+    def pay() -> Any:
+        """Pay (not safe to repeat)."""
+        ran.append(1)
+        return make()
+
+    @tool
+    def other() -> str:
+        """Another tool."""
+        return "other"
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[pay, other]).result()
+        sent = tool_results(server.requests[1])
+    assert ran == [1]
+    assert result.messages[1]["content_items"][0] == {"type": "tool_result", "tool_call_id": "c1", "text": text,
+                                                      "is_error": True}
+    assert sent[0] == {"role": "tool", "tool_call_id": "c1", "content": text}
+
+
+def test_a_huge_int_a_tool_returns_is_said_to_have_run():
+    @tool
+    def count() -> int:
+        """Count."""
+        return 10 ** 5000
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "count", "{}")])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[count]).result()
+    item = result.messages[1]["content_items"][0]
+    if isinstance(item["text"], str) and item["text"].startswith("1000"):  # (a Python without the digits limit)
+        assert len(item["text"]) == 5001 and "is_error" not in item
+    else:
+        assert item["is_error"] is True
+        assert item["text"].startswith("count ran, but what it returned cannot be sent: ValueError: Exceeds the limit")
+
+
+class _FailsAfter(ToolHook):
+    def __init__(self, returns=False):
+        self.returns = returns
+
+    def around_call(self, run, call, proceed):
+        item = proceed()
+        if self.returns:
+            return item["text"]  # (not the item: a ConfigError)
+        raise RuntimeError("audit log down")
+
+
+@pytest.mark.parametrize("returns, error", [
+    (False, "RuntimeError: audit log down"),
+    (True, "ConfigError: an around_call hook returned a str, not the tool_result item proceed() returns"),
+])
+def test_an_around_call_hook_failing_after_the_tool_ran_keeps_what_the_tool_returned(returns, error):
+    ran = []
+
+    @tool(idempotent=False)
+    def pay(amount: int) -> str:
+        """Pay (not safe to repeat)."""
+        ran.append(amount)
+        return "paid {}".format(amount)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[pay], hooks=[_FailsAfter(returns)]).result()
+    assert ran == [30]
+    assert result.messages[1]["content_items"] == [{
+        "type": "tool_result", "tool_call_id": "c1", "is_error": True,
+        "text": "pay ran and returned: paid 30; then an around_call hook failed: " + error}]
+
+
+def test_an_around_call_hook_failing_before_the_tool_ran_is_the_error_alone():
+    class Refuses(ToolHook):
+        def around_call(self, run, call, proceed):
+            raise RuntimeError("not now")
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay."""
+        raise AssertionError("never runs")
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[pay], hooks=[Refuses()]).result()
+    assert result.messages[1]["content_items"] == [{
+        "type": "tool_result", "tool_call_id": "c1", "is_error": True, "text": "RuntimeError: not now"}]
+
+
+class _Mutating(object):
+    """A tool provider whose call_tool changes the arguments it is handed (as a client library that pops its own
+    keys might)."""
+    name = "p"
+
+    def list_tools(self):
+        return [{"name": "t", "description": "A tool.", "parameters": {"type": "object", "properties": {}}}]
+
+    def call_tool(self, name, arguments):
+        arguments["tags"].append("added")
+        arguments.pop("note")
+        return "ran"
+
+
+@tool
+def takes_any(tags: Any, note: str) -> str:
+    """A tool whose hint lets its argument through as it came."""
+    tags.append("added")
+    return "ran"
+
+
+class _EditsInAround(ToolHook):
+    def around_call(self, run, call, proceed):
+        call["arguments"]["tags"].append("hook")
+        call["arguments"].pop("note")
+        return proceed()
+
+
+@pytest.mark.parametrize("name, tools, hooks", [
+    ("p__t", [_Mutating()], []),
+    ("takes_any", [takes_any], []),
+    ("takes_any", [takes_any], [_EditsInAround()]),
+])
+def test_what_a_tool_does_to_its_arguments_leaves_the_models_call_as_it_came(name, tools, hooks):
+    arguments = '{"tags": ["a"], "note": "n"}'
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", name, arguments)])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=tools, hooks=hooks).result()
+        sent = server.requests[1]["body"]["messages"][1]["tool_calls"][0]["function"]
+    assert result.messages[0]["content_items"][0]["arguments"] == {"tags": ["a"], "note": "n"}
+    assert sent == {"name": name, "arguments": '{"tags":["a"],"note":"n"}'}
+    assert result.messages[1]["content_items"][0]["text"] == "ran"
