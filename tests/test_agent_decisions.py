@@ -503,3 +503,49 @@ def test_edited_arguments_json_cannot_hold_are_a_config_error_before_anything_is
                                    approve=lambda call: {"arguments": {"amount": value}}).result()
         assert str(info.value) == "approve()'s answer for call_1: its arguments must be JSON ({})".format(why)
     assert ran == []
+
+
+@pytest.mark.parametrize("how", ["abort", "after_call"])
+def test_a_resume_ended_before_its_call_started_leaves_no_side_effect_taken(how):
+    """A resume of a saved state that ends before its at-most-once call starts (abort() while approve() is asked,
+    an after_call hook that raised on an earlier call of the turn) ran nothing: the next resume runs it on the
+    decision given, not handing it back as interrupted."""
+    from agenthub.agent import ToolHook
+
+    @tool
+    def note(text: str) -> str:
+        """Note something."""
+        ran.append(("note", text))
+        return "noted"
+
+    class Raises(ToolHook):
+        def after_call(self, call, result, seconds):
+            raise LookupError("the audit service is down")
+
+    tools = [note, pay]
+    holder = {}
+
+    def approve(call):
+        holder["run"].abort()
+        return True
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "note", '{"text": "x"}'), ("c2", "pay", '{"amount": 30}')])]),
+                           Answer([chat_text("Paid.")])]
+        first = client_for(server).run([USER], tools=tools).result()
+        assert (first.stop, [c["tool_call_id"] for c in first.pending]) == ("approval", ["c2"])
+        saved = json.loads(json.dumps([USER] + first.messages))
+        if how == "abort":
+            holder["run"] = client_for(server).run(saved, tools=tools, approve=approve)
+            stopped = holder["run"].result()
+            assert (stopped.stop, [c["tool_call_id"] for c in stopped.pending]) == ("aborted", ["c1", "c2"])
+            assert ran == []
+        else:
+            run = client_for(server).run(saved, tools=tools, decisions={"c2": True}, hooks=[Raises()], parallel=1)
+            with pytest.raises(LookupError):
+                run.result()
+            assert ran == [("note", "x")] and run.messages[0]["content_items"][0]["tool_call_id"] == "c1"
+            saved = saved + run.messages
+        again = client_for(server).run(saved, tools=tools, decisions={"c2": True}).result()
+    assert (again.stop, again.interrupted) == ("done", [])  # not handed back: it never ran
+    assert ran[-1] == ("pay", 30) and ran.count(("pay", 30)) == 1

@@ -998,6 +998,7 @@ class Run(object):
     #: tools that must not run twice that timed out and whose outcome the run has not learned (_repeat_refused)
     _unsettled = None  # type: Optional[Dict[Tuple[str, str], Tuple[str, Optional[_Ticket]]]]
     _timed_out = frozenset()  # type: Any  # the ids of those calls whose result is not journaled yet (as unsettled)
+    _started = None  # type: Any  # the ids of the calls of the turn being answered handed to run (a set)
 
     def __init__(self, client: Any, messages: Optional[Sequence[Message]], config: Any, tools: Any,
                  max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
@@ -1918,6 +1919,18 @@ class Run(object):
             for call in once:
                 _RAN.pop(ran.get(call["tool_call_id"], ""), None)
 
+    @staticmethod
+    def _let_go(claimed: Sequence[str], ran: Mapping[str, str], started: Set[str]) -> None:
+        """The run ends in this turn: the ``_RAN`` keys it took (``claimed``) for calls that never started are let
+        go (a resume of the same state runs them on its decision; only a call that started is handed back)."""
+        if not claimed:
+            return
+        unstarted = [key for call_id, key in ran.items() if call_id not in started]
+        with _SHOWN_LOCK:
+            for key in unstarted:
+                if key in claimed:
+                    _RAN.pop(key, None)
+
     def _answer_broken(self, calls: List[Dict[str, Any]], caught: Mapping[str, Any], turn: int) -> Iterator[UniEvent]:
         """Generator: the calls of a turn that stops here (for a decision, at max_turns) whose arguments did not
         parse, answered with their error results (events, hooks' after_call, the journal, ``messages``, the
@@ -2207,43 +2220,50 @@ class Run(object):
         #: an after_call hook's exception, or the GeneratorExit of the run closed by its reader: raised when the
         #: turn's calls that ran are in
         hook_error = None  # type: Any
-        for index, item, seconds in self._execute(tasks):
-            results[index] = item
-            call = calls[index]
-            if index in kept:
-                journal.replayed_results += 1
-                event = _result_event(item)
-                event["replayed"] = True  # type: ignore[typeddict-unknown-key]
-                if not self._halting:
-                    try:
-                        yield event
-                    except GeneratorExit as exc:  # closed while read: as a hook's exception, below
-                        self._halting = True
-                        hook_error = exc
-                continue
-            if journal is not None:
-                unsettled = call["tool_call_id"] in self._timed_out
-                if unsettled:
-                    self._timed_out.discard(call["tool_call_id"])
-                journal.finished(turn, call["tool_call_id"], item, seconds, unsettled)
-            self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
-                               "is_error": bool(item.get("is_error"))})
-            if self._halting:  # a hook raised: the results that came are kept, quietly
-                continue
-            try:
-                for method in after:
-                    method(dict(call), item, seconds)
-            except Exception as exc:
-                # raised once the calls that ran are in (journal, messages, history): no call that ran is lost,
-                # none starts (the calls not started do not start, those still running are left, as on abort)
-                self._halting = True
-                hook_error = exc
-                continue
-            try:
-                yield _result_event(item)
-            except GeneratorExit as exc:  # the run closed by its reader: the calls that ran are kept the same way
-                self._halting = True
-                hook_error = exc
+        started = self._started = set()  # type: Set[str]  # the ids of the calls handed to run (_execute)
+        try:
+            for index, item, seconds in self._execute(tasks):
+                results[index] = item
+                call = calls[index]
+                if index in kept:
+                    journal.replayed_results += 1
+                    event = _result_event(item)
+                    event["replayed"] = True  # type: ignore[typeddict-unknown-key]
+                    if not self._halting:
+                        try:
+                            yield event
+                        except GeneratorExit as exc:  # closed while read: as a hook's exception, below
+                            self._halting = True
+                            hook_error = exc
+                    continue
+                if journal is not None:
+                    unsettled = call["tool_call_id"] in self._timed_out
+                    if unsettled:
+                        self._timed_out.discard(call["tool_call_id"])
+                    journal.finished(turn, call["tool_call_id"], item, seconds, unsettled)
+                self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
+                                   "is_error": bool(item.get("is_error"))})
+                if self._halting:  # a hook raised: the results that came are kept, quietly
+                    continue
+                try:
+                    for method in after:
+                        method(dict(call), item, seconds)
+                except Exception as exc:
+                    # raised once the calls that ran are in (journal, messages, history): no call that ran is lost,
+                    # none starts (the calls not started do not start, those still running are left, as on abort)
+                    self._halting = True
+                    hook_error = exc
+                    continue
+                try:
+                    yield _result_event(item)
+                except GeneratorExit as exc:  # the run closed by its reader: the calls that ran are kept the same way
+                    self._halting = True
+                    hook_error = exc
+        except BaseException:  # (a KeyboardInterrupt a tool raised): the calls that never started are not taken
+            self._let_go(claimed, ran, started)
+            raise
+        if hook_error is not None or self._aborted:  # the run ends in this turn: so too
+            self._let_go(claimed, ran, started)
         if (hook_error is not None or self._aborted) and caught and any(item is None for item in results):
             # the run ends in this turn: its calls whose arguments did not parse are answered too (the message
             # holds {} as their arguments, which a resume from it must not run them with)
@@ -2283,6 +2303,7 @@ class Run(object):
                 if entry is None:
                     yield index, _answered(call, arguments), 0.0
                     continue
+                self._started.add(call["tool_call_id"])
                 started = time.monotonic()
                 item = self._invoke(call, entry, arguments, shown)
                 yield index, item, time.monotonic() - started
@@ -2332,12 +2353,14 @@ class Run(object):
             me = threading.current_thread()
             named = runnable[0][2].thread  # (the name the thread was handed the batch with)
             while True:
-                if self._aborted or self._halting:  # the calls not started do not start
-                    return _BATCH_NOTE
-                try:
-                    index, call, entry, arguments, shown = shared.popleft()
-                except IndexError:
-                    return _BATCH_NOTE
+                with self._lock:  # (handed to run under the lock: a run that ends knows which calls started)
+                    if self._aborted or self._halting:  # the calls not started do not start
+                        return _BATCH_NOTE
+                    try:
+                        index, call, entry, arguments, shown = shared.popleft()
+                    except IndexError:
+                        return _BATCH_NOTE
+                    self._started.add(call["tool_call_id"])
                 if entry.thread is not named:
                     named = me.name = entry.thread
                 in_call[0] = time.monotonic()
@@ -2384,7 +2407,8 @@ class Run(object):
                     for index in list(done):
                         decided[index] = done.pop(index)
                 if self._aborted or self._halting:  # what came is given (out of call order), those running are left
-                    shared.clear()  # (the calls not started yet do not start)
+                    with self._lock:
+                        shared.clear()  # (the calls not started yet do not start)
                     while True:
                         try:
                             take(results.get_nowait())
@@ -2416,6 +2440,7 @@ class Run(object):
                     index, call, entry, arguments, shown = queue.popleft()
                     ticket = _Ticket()
                     running[index] = (time.monotonic(), entry.timeout, call, ticket)
+                    self._started.add(call["tool_call_id"])
                     held += 1
                     pool.submit(functools.partial(work, index, call, entry, arguments, shown), reporter(ticket),
                                 entry.thread)
@@ -2465,7 +2490,8 @@ class Run(object):
                         raise raised
                     yield index, item, seconds
         finally:
-            shared.clear()  # the run goes no further here (raised, closed, aborted): calls not started do not start
+            with self._lock:
+                shared.clear()  # the run goes no further here (raised, closed, aborted): calls not started do not start
 
     def _invoke(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
         """The tool's result item (an error result when it raised: KeyboardInterrupt and SystemExit alone
