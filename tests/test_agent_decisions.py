@@ -549,3 +549,28 @@ def test_a_resume_ended_before_its_call_started_leaves_no_side_effect_taken(how)
         again = client_for(server).run(saved, tools=tools, decisions={"c2": True}).result()
     assert (again.stop, again.interrupted) == ("done", [])  # not handed back: it never ran
     assert ran[-1] == ("pay", 30) and ran.count(("pay", 30)) == 1
+
+
+def test_run_stateful_with_a_message_while_calls_wait_for_a_decision_does_not_drop_the_message():
+    """A message given to run_stateful goes with the results of the calls waiting: when they still need a decision
+    (none was given), the run cannot send it, and it was dropped (the run stopped for approval again, the message in
+    neither the history nor the result). A ConfigError now, nothing run or sent, the history as it was; given with
+    the decisions, the message goes with the results in one user turn."""
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls([("c1", "delete_file", '{"path": "old.log"}')])]))
+        client = client_for(server)
+        assert client.run_stateful(USER, tools=TOOLS).result().stop == "approval"
+        history = client.get_history()
+        later = {"role": "user", "content_items": [{"type": "text", "text": "Not that one: new.log"}]}
+        with pytest.raises(ConfigError) as caught:
+            client.run_stateful(later, tools=TOOLS).result()
+        assert str(caught.value) == (
+            "run_stateful was given a message while calls wait for a decision (c1), and none came: the message goes "
+            "with their results; give decisions=... for them (a reason denies one) with the message")
+        assert client.get_history() == history and ran == [] and len(server.requests) == 1
+        server.answers.append(Answer([chat_text("Done.")]))
+        done = client.run_stateful(later, tools=TOOLS, decisions={"c1": "the user wants new.log"}).result()
+        sent = server.requests[1]["body"]["messages"][-2:]
+    assert done.stop == "done" and ran == []
+    assert sent == [{"role": "tool", "tool_call_id": "c1", "content": "denied: the user wants new.log"},
+                    {"role": "user", "content": "Not that one: new.log"}]

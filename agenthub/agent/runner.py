@@ -2133,6 +2133,13 @@ class Run(object):
                 else:
                     plans.append(("ask", entry))
             if pending:
+                if self._stateful and calls is self._open and self._tail:
+                    # the message given goes with these calls' results: stopping here would drop it (it is in neither
+                    # the history nor the result); nothing ran or was sent, the history is as it was
+                    raise ConfigError("run_stateful was given a message while calls wait for a decision ({}), and none "
+                                      "came: the message goes with their results; give decisions=... for them (a "
+                                      "reason denies one) with the message".format(
+                                          ", ".join(str(c["tool_call_id"]) for c in pending)))
                 if caught:  # answered now: a saved state says {} for their arguments, and must not run them with that
                     yield from self._answer_broken(calls, caught, turn)
                 self._stop = "approval"
