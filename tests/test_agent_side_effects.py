@@ -182,3 +182,29 @@ def test_what_a_tool_does_to_its_arguments_leaves_the_models_call_as_it_came(nam
     assert result.messages[0]["content_items"][0]["arguments"] == {"tags": ["a"], "note": "n"}
     assert sent == {"name": name, "arguments": '{"tags":["a"],"note":"n"}'}
     assert result.messages[1]["content_items"][0]["text"] == "ran"
+
+
+def test_edited_arguments_run_as_they_were_when_approved():
+    """approve() answers every call of a turn before any runs: arguments it edited run as they were when it gave
+    them, whatever it does to the objects afterwards (a form reused for the next call)."""
+    got = []
+
+    @tool
+    def tag(tags: Any) -> str:
+        """Tag."""
+        got.append(list(tags))
+        return "tagged"
+
+    form = {"tags": []}
+
+    def approve(call):
+        form["tags"].clear()
+        form["tags"].append(call["tool_call_id"])
+        return {"arguments": form}
+
+    calls = [("c1", "tag", '{"tags": []}'), ("c2", "tag", '{"tags": []}')]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[tag], approve=approve, parallel=1).result()
+    assert got == [["c1"], ["c2"]]
+    assert [c["arguments"] for c in result.messages[0]["content_items"]] == [{"tags": []}, {"tags": []}]

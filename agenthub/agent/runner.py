@@ -2177,8 +2177,8 @@ class Run(object):
                 elif isinstance(decision, str):
                     tasks.append((index, call, None, "denied: {}".format(decision), None))
                     continue
-                else:
-                    arguments = dict(decision["arguments"])
+                else:  # (a copy: they run as they were when the decision came, whatever becomes of its objects)
+                    arguments = _fresh(dict(decision["arguments"]))
                     if entry.check is not None:  # a strict tool: edited arguments held to its schema as the model's
                         try:
                             entry.check.convert(arguments, style="tool")
