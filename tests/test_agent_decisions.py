@@ -574,3 +574,21 @@ def test_run_stateful_with_a_message_while_calls_wait_for_a_decision_does_not_dr
     assert done.stop == "done" and ran == []
     assert sent == [{"role": "tool", "tool_call_id": "c1", "content": "denied: the user wants new.log"},
                     {"role": "user", "content": "Not that one: new.log"}]
+
+
+@pytest.mark.parametrize("arguments, key", [({1: 5}, "1 is a int"),
+                                            ({"amount": 5, "meta": {None: "x"}}, "None is a NoneType"),
+                                            ({"amount": [{True: 1}]}, "True is a bool")])
+def test_edited_arguments_with_a_key_json_has_no_such_key_for_are_a_config_error(arguments, key):
+    """JSON's object keys are strings: json would write 1, None or True as "1", "null", "true" (two keys could
+    become one), so the tool would not run with what was approved: refused as other values JSON cannot hold."""
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls([("call_0", "transfer", '{"amount": 5}')])]))
+        first = client_for(server).run([USER], tools=[transfer]).result()
+        with pytest.raises(ConfigError) as info:
+            client_for(server).run([USER] + first.messages, tools=[transfer],
+                                   decisions={"call_0": {"arguments": arguments}})
+        assert len(server.requests) == 1
+    assert str(info.value) == ("decisions['call_0']: its arguments must be JSON (the key {}: JSON's object keys are "
+                               "strings)".format(key))
+    assert ran == []

@@ -333,6 +333,21 @@ def _check_name(client: Any, name: str, what: str) -> None:
         raise ConfigError("{}: {!r} is not a valid tool name here ({})".format(what.format(name), name, problem))
 
 
+def _odd_key(value: Any) -> Optional[Tuple[Any]]:
+    """(the first key of ``value``'s objects that is no str,) or None (JSON it is: json.dumps passed it)."""
+    if isinstance(value, _Mapping):
+        for key, item in value.items():
+            odd = (key,) if not isinstance(key, str) else _odd_key(item)
+            if odd is not None:
+                return odd
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            odd = _odd_key(item)
+            if odd is not None:
+                return odd
+    return None
+
+
 def _check_decision(value: Any, where: str, none: str = "") -> None:
     """``none``: how the words list None where it is an answer too (a hook's before_call: ``"None (no say), "``)."""
     if isinstance(value, (bool, str)):
@@ -343,6 +358,10 @@ def _check_decision(value: Any, where: str, none: str = "") -> None:
         except (TypeError, ValueError, RecursionError) as exc:
             raise ConfigError("{}: its arguments must be JSON ({}: {})".format(where, type(exc).__name__,
                                                                                exc)) from None
+        key = _odd_key(value["arguments"])  # (json writes 1, None, True as keys "1", "null", "true": two may be one)
+        if key is not None:
+            raise ConfigError("{}: its arguments must be JSON (the key {!r} is a {}: JSON's object keys are "
+                              "strings)".format(where, key[0], type(key[0]).__name__))
         return
     raise ConfigError("{} must be {}True, False, a reason (str) or {{'arguments': {{...}}}} (got {})".format(
         where, none, type(value).__name__))
