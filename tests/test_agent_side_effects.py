@@ -208,3 +208,29 @@ def test_edited_arguments_run_as_they_were_when_approved():
         result = client_for(server).run([USER], tools=[tag], approve=approve, parallel=1).result()
     assert got == [["c1"], ["c2"]]
     assert [c["arguments"] for c in result.messages[0]["content_items"]] == [{"tags": []}, {"tags": []}]
+
+
+def test_abort_while_approve_is_asked_asks_no_more():
+    """abort() while approve() is asked for a turn's first call: none of the turn's calls runs, and approve (a
+    person at a terminal, say) is asked about none of the others."""
+    asked = []
+    holder = {}
+
+    @tool
+    def note(text: str) -> str:
+        """Note something."""
+        raise AssertionError("never runs")
+
+    def approve(call):
+        asked.append(call["tool_call_id"])
+        holder["run"].abort()
+        return True
+
+    calls = [("c1", "note", '{"text": "a"}'), ("c2", "note", '{"text": "b"}'), ("c3", "note", '{"text": "c"}')]
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls(calls)]))
+        holder["run"] = client_for(server).run([USER], tools=[note], approve=approve)
+        result = holder["run"].result()
+    assert asked == ["c1"]
+    assert (result.stop, [c["tool_call_id"] for c in result.pending], len(result.messages)) == (
+        "aborted", ["c1", "c2", "c3"], 1)

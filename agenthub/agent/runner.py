@@ -2171,6 +2171,8 @@ class Run(object):
             tasks = []  # type: List[Any]
             kept = set()
             for index, (call, plan) in enumerate(zip(calls, plans)):
+                if self._aborted:  # none of the turn's calls starts now (_execute): approve is asked no more
+                    break
                 if plan[0] in ("error", "answer", "kept"):  # (an error text, or the whole result item)
                     tasks.append((index, call, None, plan[1], None))
                     if plan[0] == "kept":
