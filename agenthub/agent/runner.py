@@ -80,7 +80,7 @@ from ..output.shape import shape
 from ..stream import Collector, now_ms, text_is_utf8
 from ..toolcalls import broken_calls
 from ..types import USAGE_KEYS, AssistantMessage, Message, ToolCallItem, UniEvent, UsageMetadata
-from ..typeschema import Compiled, _is_model, compile as compile_type
+from ..typeschema import Compiled, _fresh, _is_model, compile as compile_type  # (_fresh: arguments copied)
 from ..validate import check_config, check_messages
 from .hooks import TOOL_HOOK_METHODS, tool_hooks
 from .tools import Tool
@@ -471,15 +471,6 @@ def _images(images: Any) -> List[str]:
     else:
         got = "a {}".format(type(images).__name__)
     raise TypeError("a tool_result's images must be a list of data: URLs (str); got {}".format(got))
-
-
-def _fresh(value: Any) -> Any:
-    """``value`` (arguments: JSON) with each of its dicts and lists a copy."""
-    if isinstance(value, dict):
-        return {key: _fresh(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_fresh(item) for item in value]
-    return value
 
 
 def _error(call_id: str, text: str) -> Dict[str, Any]:
