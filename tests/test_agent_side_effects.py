@@ -234,3 +234,50 @@ def test_abort_while_approve_is_asked_asks_no_more():
     assert asked == ["c1"]
     assert (result.stop, [c["tool_call_id"] for c in result.pending], len(result.messages)) == (
         "aborted", ["c1", "c2", "c3"], 1)
+
+
+@pytest.mark.parametrize("image, shown", [
+    ("data:image/png;base64,@@@", "'data:image/png;base64,@@@'"),
+    ("not a url", "'not a url'"),
+    ("data:image/png,rawtext", "'data:image/png,rawtext'"),
+    ("data:;base64,iVBORw0KGgo=", "'data:;base64,iVBORw0KGgo='"),
+    ("data:image/png;base64,@" + "A" * 100, "'data:image/png;base64,@" + "A" * 17 + "...'"),  # (its head)
+])
+def test_an_image_no_request_can_carry_is_the_calls_error_result_not_a_run_that_cannot_go_on(image, shown):
+    """A returned tool_result item's images are data: URLs of an image (or http(s) URLs): one that is not (a
+    payload that is no base64, no image type, no URL at all) made the next request a ConfigError after the tool ran,
+    or went to the provider as is, and every resume of the conversation failed the same way."""
+    @tool
+    def chart() -> Any:
+        """Draw a chart."""
+        return {"type": "tool_result", "text": "a chart", "images": ["data:image/png;base64,iVBORw0KGgo=", image]}
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "chart", "{}")])]), Answer([chat_text("ok")])]
+        client = AutoLLMClient("gpt-4o", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0)
+        result = client.run([USER], tools=[chart]).result()
+        sent = tool_results(server.requests[1])
+    text = ("chart ran, but what it returned cannot be sent: ValueError: a tool_result's images must be data: URLs "
+            "of an image (base64) or http(s) URLs; got {}".format(shown))
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": text,
+                                                    "is_error": True}]
+    assert sent == [{"role": "tool", "tool_call_id": "c1", "content": text}]
+
+
+def test_images_as_data_and_http_urls_go_as_they_came():
+    images = ["data:image/png;base64,iVBORw0KGgo=", "https://example.com/chart.png"]
+
+    @tool
+    def chart() -> Any:
+        """Draw a chart."""
+        return {"type": "tool_result", "text": "a chart", "images": images}
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "chart", "{}")])]), Answer([chat_text("ok")])]
+        client = AutoLLMClient("gpt-4o", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0)
+        result = client.run([USER], tools=[chart]).result()
+    assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": "a chart",
+                                                    "images": images}]

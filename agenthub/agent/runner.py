@@ -462,15 +462,33 @@ def _images(images: Any) -> List[str]:
     """A returned tool_result item's ``images``: a list of data: URLs (one str is one image); anything else is a
     TypeError (the call's error result)."""
     if isinstance(images, str):
-        return [images]
+        images = [images]
     if isinstance(images, (list, tuple)):
         odd = next((image for image in images if not isinstance(image, str)), None)
         if odd is None:
+            bad = next((image for image in images if not _image_url(image)), None)
+            if bad is not None:  # (no request could carry it: the next one would fail, and every resume of it)
+                raise ValueError("a tool_result's images must be data: URLs of an image (base64) or http(s) URLs; "
+                                 "got {!r}".format(bad if len(bad) <= 40 else bad[:40] + "..."))
             return list(images)
         got = "a {} holding a {}".format(type(images).__name__, type(odd).__name__)
     else:
         got = "a {}".format(type(images).__name__)
     raise TypeError("a tool_result's images must be a list of data: URLs (str); got {}".format(got))
+
+
+def _image_url(url: str) -> bool:
+    """Whether a request can carry ``url`` as an image: a data: URL of an image type with a base64 payload, or an
+    http(s) URL."""
+    if url.startswith(("https://", "http://")):
+        return True
+    from ..providers._common import parse_data_uri
+
+    try:
+        parsed = parse_data_uri(url)
+    except ConfigError:  # (a payload that is no base64)
+        return False
+    return parsed is not None and parsed[0].startswith("image/") and "base64" in url.partition(",")[0].split(";")[1:]
 
 
 def _error(call_id: str, text: str) -> Dict[str, Any]:
