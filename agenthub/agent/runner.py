@@ -1024,7 +1024,7 @@ class Run(object):
     _wants_message = None  # type: Optional[bool]
     #: (tool name, arguments digest) -> (call id, its ticket; None: the process running it stopped) of the calls of
     #: tools that must not run twice that timed out and whose outcome the run has not learned (_repeat_refused)
-    _unsettled = None  # type: Optional[Dict[Tuple[str, str], Tuple[str, Optional[_Ticket]]]]
+    _unsettled = None  # type: Optional[Dict[Tuple[str, str], List[Tuple[str, Optional[_Ticket]]]]]
     _timed_out = frozenset()  # type: Any  # the ids of those calls whose result is not journaled yet (as unsettled)
     _started = None  # type: Any  # the ids of the calls of the turn being answered handed to run (a set)
 
@@ -1158,7 +1158,7 @@ class Run(object):
                                (before, message) if stateful else None)  # type: ignore[possibly-undefined]
             unknown = self._journal.unsettled()  # calls that timed out in the process that ran the run before
             if unknown:
-                self._unsettled = {key: (call_id, None) for key, call_id in unknown.items()}
+                self._unsettled = {key: [(call_id, None)] for key, call_id in unknown.items()}
         try:
             if self._rewind is not None:  # the client's history holds the run's own progress: resumed from its start
                 if self._first is not None:
@@ -1996,7 +1996,8 @@ class Run(object):
             self._unsettled = {}
         if type(self._timed_out) is not set:
             self._timed_out = set()
-        self._unsettled[(call["name"], arguments_digest(shown))] = (call["tool_call_id"], ticket)
+        # (each one: two calls of one turn with the same arguments may both have timed out)
+        self._unsettled.setdefault((call["name"], arguments_digest(shown)), []).append((call["tool_call_id"], ticket))
         self._timed_out.add(call["tool_call_id"])  # (its result journaled so: a resume knows it is unsettled)
         return ("; {} is not safe to repeat (idempotent=False) and may still complete: do not call it again before "
                 "checking whether it took effect".format(call["name"]))
@@ -2013,18 +2014,25 @@ class Run(object):
         held = unsettled.get(key) if unsettled else None
         if unsettled is None or held is None:
             return None
-        call_id, ticket = held
-        head = "not run: call {} of {} with the same arguments timed out".format(call_id, name)
-        if ticket is None:
-            return "{} and its outcome is unknown (the process running it stopped); {} is not safe to repeat".format(
-                head, name)
-        if ticket.running:
-            return "{} and still runs; it may still complete ({} is not safe to repeat)".format(head, name)
+        head = "not run: call {} of {} with the same arguments timed out".format
+        for call_id, ticket in held:
+            if ticket is None:
+                return "{} and its outcome is unknown (the process running it stopped); {} is not safe to " \
+                       "repeat".format(head(call_id, name), name)
+        for call_id, ticket in held:  # (every one of them: while one still runs, a repeat may still take effect twice)
+            if ticket.running:  # type: ignore[union-attr]
+                return "{} and still runs; it may still complete ({} is not safe to repeat)".format(head(call_id, name),
+                                                                                                  name)
         del unsettled[key]
-        _, item, raised, _ = ticket.value
-        if raised is not None:
-            return "{}, then raised {}".format(head, error_text(raised, self._credentials))
-        return "{}, then {}: {}".format(head, "failed" if item.get("is_error") else "returned", item.get("text"))
+        told = []
+        for call_id, ticket in held:
+            _, item, raised, _ = ticket.value  # type: ignore[union-attr]
+            if raised is not None:
+                told.append("{}, then raised {}".format(head(call_id, name), error_text(raised, self._credentials)))
+            else:
+                told.append("{}, then {}: {}".format(head(call_id, name), "failed" if item.get("is_error") else
+                                                     "returned", item.get("text")))
+        return "; ".join(told)
 
     def _turn_conversation(self) -> str:
         """The key of the conversation before the turn whose calls are decided now (the history's last assistant
