@@ -503,3 +503,92 @@ def test_edited_arguments_json_cannot_hold_are_a_config_error_before_anything_is
                                    approve=lambda call: {"arguments": {"amount": value}}).result()
         assert str(info.value) == "approve()'s answer for call_1: its arguments must be JSON ({})".format(why)
     assert ran == []
+
+
+@pytest.mark.parametrize("how", ["abort", "after_call"])
+def test_a_resume_ended_before_its_call_started_leaves_no_side_effect_taken(how):
+    """A resume of a saved state that ends before its at-most-once call starts (abort() while approve() is asked,
+    an after_call hook that raised on an earlier call of the turn) ran nothing: the next resume runs it on the
+    decision given, not handing it back as interrupted."""
+    from agenthub.agent import ToolHook
+
+    @tool
+    def note(text: str) -> str:
+        """Note something."""
+        ran.append(("note", text))
+        return "noted"
+
+    class Raises(ToolHook):
+        def after_call(self, call, result, seconds):
+            raise LookupError("the audit service is down")
+
+    tools = [note, pay]
+    holder = {}
+
+    def approve(call):
+        holder["run"].abort()
+        return True
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "note", '{"text": "x"}'), ("c2", "pay", '{"amount": 30}')])]),
+                           Answer([chat_text("Paid.")])]
+        first = client_for(server).run([USER], tools=tools).result()
+        assert (first.stop, [c["tool_call_id"] for c in first.pending]) == ("approval", ["c2"])
+        saved = json.loads(json.dumps([USER] + first.messages))
+        if how == "abort":
+            holder["run"] = client_for(server).run(saved, tools=tools, approve=approve)
+            stopped = holder["run"].result()
+            assert (stopped.stop, [c["tool_call_id"] for c in stopped.pending]) == ("aborted", ["c1", "c2"])
+            assert ran == []
+        else:
+            run = client_for(server).run(saved, tools=tools, decisions={"c2": True}, hooks=[Raises()], parallel=1)
+            with pytest.raises(LookupError):
+                run.result()
+            assert ran == [("note", "x")] and run.messages[0]["content_items"][0]["tool_call_id"] == "c1"
+            saved = saved + run.messages
+        again = client_for(server).run(saved, tools=tools, decisions={"c2": True}).result()
+    assert (again.stop, again.interrupted) == ("done", [])  # not handed back: it never ran
+    assert ran[-1] == ("pay", 30) and ran.count(("pay", 30)) == 1
+
+
+def test_run_stateful_with_a_message_while_calls_wait_for_a_decision_does_not_drop_the_message():
+    """A message given to run_stateful goes with the results of the calls waiting: when they still need a decision
+    (none was given), the run cannot send it, and it was dropped (the run stopped for approval again, the message in
+    neither the history nor the result). A ConfigError now, nothing run or sent, the history as it was; given with
+    the decisions, the message goes with the results in one user turn."""
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls([("c1", "delete_file", '{"path": "old.log"}')])]))
+        client = client_for(server)
+        assert client.run_stateful(USER, tools=TOOLS).result().stop == "approval"
+        history = client.get_history()
+        later = {"role": "user", "content_items": [{"type": "text", "text": "Not that one: new.log"}]}
+        with pytest.raises(ConfigError) as caught:
+            client.run_stateful(later, tools=TOOLS).result()
+        assert str(caught.value) == (
+            "run_stateful was given a message while calls wait for a decision (c1), and none came: the message goes "
+            "with their results; give decisions=... for them (a reason denies one) with the message")
+        assert client.get_history() == history and ran == [] and len(server.requests) == 1
+        server.answers.append(Answer([chat_text("Done.")]))
+        done = client.run_stateful(later, tools=TOOLS, decisions={"c1": "the user wants new.log"}).result()
+        sent = server.requests[1]["body"]["messages"][-2:]
+    assert done.stop == "done" and ran == []
+    assert sent == [{"role": "tool", "tool_call_id": "c1", "content": "denied: the user wants new.log"},
+                    {"role": "user", "content": "Not that one: new.log"}]
+
+
+@pytest.mark.parametrize("arguments, key", [({1: 5}, "1 is a int"),
+                                            ({"amount": 5, "meta": {None: "x"}}, "None is a NoneType"),
+                                            ({"amount": [{True: 1}]}, "True is a bool")])
+def test_edited_arguments_with_a_key_json_has_no_such_key_for_are_a_config_error(arguments, key):
+    """JSON's object keys are strings: json would write 1, None or True as "1", "null", "true" (two keys could
+    become one), so the tool would not run with what was approved: refused as other values JSON cannot hold."""
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls([("call_0", "transfer", '{"amount": 5}')])]))
+        first = client_for(server).run([USER], tools=[transfer]).result()
+        with pytest.raises(ConfigError) as info:
+            client_for(server).run([USER] + first.messages, tools=[transfer],
+                                   decisions={"call_0": {"arguments": arguments}})
+        assert len(server.requests) == 1
+    assert str(info.value) == ("decisions['call_0']: its arguments must be JSON (the key {}: JSON's object keys are "
+                               "strings)".format(key))
+    assert ran == []

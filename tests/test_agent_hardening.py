@@ -383,10 +383,12 @@ PNG_URI = "data:image/png;base64,iVBORw0KGgo="
     ({"type": "tool_result", "text": None}, {"text": ""}),
     # images that are no data URLs (str): an error result the model reads, not a request that fails or mangles them
     ({"type": "tool_result", "text": "x", "images": [b"\x89PNG"]},
-     {"text": "TypeError: a tool_result's images must be a list of data: URLs (str); got a list holding a bytes",
+     {"text": "chart ran, but what it returned cannot be sent: TypeError: a tool_result's images must be a list of "
+              "data: URLs (str); got a list holding a bytes",
       "is_error": True}),
     ({"type": "tool_result", "text": "x", "images": 7},
-     {"text": "TypeError: a tool_result's images must be a list of data: URLs (str); got a int", "is_error": True}),
+     {"text": "chart ran, but what it returned cannot be sent: TypeError: a tool_result's images must be a list of "
+              "data: URLs (str); got a int", "is_error": True}),
 ])
 def test_a_returned_tool_result_item_keeps_its_images_and_text(returned, item):
     @tool

@@ -490,6 +490,26 @@ def test_an_async_function_is_a_config_error_naming_it():
                                    "await)".format(name))
 
 
+def test_a_generator_function_is_a_config_error_naming_it():
+    """A tool's return value is the result: a generator function's body would never run (calling it makes a
+    generator), the model told it ran with the generator's repr as the result."""
+    import functools
+
+    def export(rows: int) -> Any:
+        yield "row"
+
+    class Exporter(object):
+        def __call__(self, rows: int) -> Any:
+            yield "row"
+
+    for fn, name in ((export, "export"), (functools.partial(export), "export"), (Exporter(), "exporter")):
+        with pytest.raises(ConfigError) as info:
+            tool(fn, name=name)
+        assert str(info.value) == ("tool {!r} is a generator function: its body would not run when called (the "
+                                   "return value is the result); return a list of what it yields "
+                                   "instead".format(name))
+
+
 def test_a_default_that_is_a_credential_is_never_shown_to_the_model(monkeypatch):
     """A tool's schema goes to the provider with every request: a value a partial binds (the idiom for fixing a key),
     a default read from a secret environment variable, or one with a URL's password or a token parameter is left

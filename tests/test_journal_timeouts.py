@@ -135,3 +135,49 @@ def test_a_journaled_timed_out_side_effect_is_not_repeated_after_the_process_run
         [{"role": "tool", "tool_call_id": "c2", "content": "not run: call c1 of pay with the same arguments timed out "
                                                            "and its outcome is unknown (the process running it "
                                                            "stopped); pay is not safe to repeat"}]]
+
+
+def test_two_calls_of_one_turn_with_the_same_arguments_that_timed_out_hold_a_repeat_until_both_returned():
+    """pay(30) twice in one turn (c1, c2), both timed out and running on: a repeat does not run while either runs
+    (the later one's entry replaced the earlier's: once c2 returned, a repeat ran while c1 could still pay)."""
+    from agenthub.agent import current_call
+
+    gates = {"c1": threading.Event(), "c2": threading.Event()}
+    runs = []
+    paid = []
+
+    @tool(idempotent=False, timeout=0.5)
+    def pay_twice(amount: int) -> str:
+        """Pay."""
+        call = current_call()
+        paid.append(call.tool_call_id)
+        gates.get(call.tool_call_id, release).wait(30)
+        return "paid {} ({})".format(amount, call.tool_call_id)
+
+    def returned(call_id, left):
+        gates[call_id].set()
+        deadline = time.monotonic() + 30
+        while sum(t.running for t in runs[0]._abandoned) > left and time.monotonic() < deadline:
+            time.sleep(0.001)  # (until its thread has reported how it ended)
+
+    class LetGo(object):
+        def after_call(self, call, item, seconds):
+            if call["tool_call_id"] in ("c3", "c4"):  # c2 returns after c3 is refused, c1 after c4
+                returned(*{"c3": ("c2", 1), "c4": ("c1", 0)}[call["tool_call_id"]])
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay_twice", '{"amount": 30}'),
+                                               ("c2", "pay_twice", '{"amount": 30}')])]),
+                           Answer([chat_calls([("c3", "pay_twice", '{"amount": 30}')])]),
+                           Answer([chat_calls([("c4", "pay_twice", '{"amount": 30}')])]),
+                           Answer([chat_calls([("c5", "pay_twice", '{"amount": 30}')])]),
+                           Answer([chat_text("Paid.")])]
+        run = client_for(server).run([USER], tools=[pay_twice], hooks=[LetGo()])
+        runs.append(run)
+        result = run.result()
+    head = "not run: call {} of pay_twice with the same arguments timed out"
+    assert result.stop == "done" and sorted(paid) == ["c1", "c2"]  # the repeats never ran
+    assert [m[0]["content"] for m in tool_messages(server)[1:]] == [
+        head.format("c1") + " and still runs; it may still complete (pay_twice is not safe to repeat)",
+        head.format("c1") + " and still runs; it may still complete (pay_twice is not safe to repeat)",
+        head.format("c1") + ", then returned: paid 30 (c1); " + head.format("c2") + ", then returned: paid 30 (c2)"]

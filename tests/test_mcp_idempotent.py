@@ -142,8 +142,9 @@ def test_an_around_call_hook_may_proceed_once_for_a_provider_tool_declared_non_i
         result = client_for(server).run([USER], tools=[provider], hooks=[Retry()]).result()
         sent = server.requests[1]["body"]["messages"][-1]
     assert (result.stop, provider.called) == ("done", ["wipe"])
-    assert sent == {"role": "tool", "tool_call_id": "c1", "content": "ConfigError: tool 'wipe' is declared "
-                    "non-idempotent: an around_call hook may proceed() once (it ran already)"}
+    assert sent == {"role": "tool", "tool_call_id": "c1", "content": "wipe ran and returned: wiped; then an "
+                    "around_call hook failed: ConfigError: tool 'wipe' is declared non-idempotent: an around_call "
+                    "hook may proceed() once (it ran already)"}
 
 
 def killed_in_call(server, journal, calls, name):

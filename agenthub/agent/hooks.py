@@ -33,7 +33,8 @@ Per call (``call`` is the ``tool_call`` item as ``approve`` gets it: ``name``, `
   (``call["arguments"]`` are those it runs with); ``proceed()`` runs it and returns the ``tool_result``
   item, or raises what the tool raised (the runner turns that into the error result afterwards); return
   what ``proceed()`` returns (or a ``tool_result`` item of its own: it gets the call's id; anything else is
-  the call's error result, a ConfigError).  An ``@tool(idempotent=False)`` call's ``proceed()`` runs it once: a second
+  the call's error result, a ConfigError; a failure after ``proceed()`` returned says the tool ran, with
+  what it returned).  An ``@tool(idempotent=False)`` call's ``proceed()`` runs it once: a second
   call (a hook that retries) raises ConfigError.  Telemetry opens the ``execute_tool`` span here, so what the tool does (an
   MCP request) nests under it.
 - ``after_call(call, result, seconds)``: in the run's thread, in call order, once per call the runner

@@ -80,7 +80,7 @@ from ..output.shape import shape
 from ..stream import Collector, now_ms, text_is_utf8
 from ..toolcalls import broken_calls
 from ..types import USAGE_KEYS, AssistantMessage, Message, ToolCallItem, UniEvent, UsageMetadata
-from ..typeschema import Compiled, _is_model, compile as compile_type
+from ..typeschema import Compiled, _fresh, _is_model, compile as compile_type  # (_fresh: arguments copied)
 from ..validate import check_config, check_messages
 from .hooks import TOOL_HOOK_METHODS, tool_hooks
 from .tools import Tool
@@ -333,6 +333,21 @@ def _check_name(client: Any, name: str, what: str) -> None:
         raise ConfigError("{}: {!r} is not a valid tool name here ({})".format(what.format(name), name, problem))
 
 
+def _odd_key(value: Any) -> Optional[Tuple[Any]]:
+    """(the first key of ``value``'s objects that is no str,) or None (JSON it is: json.dumps passed it)."""
+    if isinstance(value, _Mapping):
+        for key, item in value.items():
+            odd = (key,) if not isinstance(key, str) else _odd_key(item)
+            if odd is not None:
+                return odd
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            odd = _odd_key(item)
+            if odd is not None:
+                return odd
+    return None
+
+
 def _check_decision(value: Any, where: str, none: str = "") -> None:
     """``none``: how the words list None where it is an answer too (a hook's before_call: ``"None (no say), "``)."""
     if isinstance(value, (bool, str)):
@@ -343,6 +358,10 @@ def _check_decision(value: Any, where: str, none: str = "") -> None:
         except (TypeError, ValueError, RecursionError) as exc:
             raise ConfigError("{}: its arguments must be JSON ({}: {})".format(where, type(exc).__name__,
                                                                                exc)) from None
+        key = _odd_key(value["arguments"])  # (json writes 1, None, True as keys "1", "null", "true": two may be one)
+        if key is not None:
+            raise ConfigError("{}: its arguments must be JSON (the key {!r} is a {}: JSON's object keys are "
+                              "strings)".format(where, key[0], type(key[0]).__name__))
         return
     raise ConfigError("{} must be {}True, False, a reason (str) or {{'arguments': {{...}}}} (got {})".format(
         where, none, type(value).__name__))
@@ -443,15 +462,33 @@ def _images(images: Any) -> List[str]:
     """A returned tool_result item's ``images``: a list of data: URLs (one str is one image); anything else is a
     TypeError (the call's error result)."""
     if isinstance(images, str):
-        return [images]
+        images = [images]
     if isinstance(images, (list, tuple)):
         odd = next((image for image in images if not isinstance(image, str)), None)
         if odd is None:
+            bad = next((image for image in images if not _image_url(image)), None)
+            if bad is not None:  # (no request could carry it: the next one would fail, and every resume of it)
+                raise ValueError("a tool_result's images must be data: URLs of an image (base64) or http(s) URLs; "
+                                 "got {!r}".format(bad if len(bad) <= 40 else bad[:40] + "..."))
             return list(images)
         got = "a {} holding a {}".format(type(images).__name__, type(odd).__name__)
     else:
         got = "a {}".format(type(images).__name__)
     raise TypeError("a tool_result's images must be a list of data: URLs (str); got {}".format(got))
+
+
+def _image_url(url: str) -> bool:
+    """Whether a request can carry ``url`` as an image: a data: URL of an image type with a base64 payload, or an
+    http(s) URL."""
+    if url.startswith(("https://", "http://")):
+        return True
+    from ..providers._common import parse_data_uri
+
+    try:
+        parsed = parse_data_uri(url)
+    except ConfigError:  # (a payload that is no base64)
+        return False
+    return parsed is not None and parsed[0].startswith("image/") and "base64" in url.partition(",")[0].split(";")[1:]
 
 
 def _error(call_id: str, text: str) -> Dict[str, Any]:
@@ -987,8 +1024,9 @@ class Run(object):
     _wants_message = None  # type: Optional[bool]
     #: (tool name, arguments digest) -> (call id, its ticket; None: the process running it stopped) of the calls of
     #: tools that must not run twice that timed out and whose outcome the run has not learned (_repeat_refused)
-    _unsettled = None  # type: Optional[Dict[Tuple[str, str], Tuple[str, Optional[_Ticket]]]]
+    _unsettled = None  # type: Optional[Dict[Tuple[str, str], List[Tuple[str, Optional[_Ticket]]]]]
     _timed_out = frozenset()  # type: Any  # the ids of those calls whose result is not journaled yet (as unsettled)
+    _started = None  # type: Any  # the ids of the calls of the turn being answered handed to run (a set)
 
     def __init__(self, client: Any, messages: Optional[Sequence[Message]], config: Any, tools: Any,
                  max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
@@ -1120,7 +1158,7 @@ class Run(object):
                                (before, message) if stateful else None)  # type: ignore[possibly-undefined]
             unknown = self._journal.unsettled()  # calls that timed out in the process that ran the run before
             if unknown:
-                self._unsettled = {key: (call_id, None) for key, call_id in unknown.items()}
+                self._unsettled = {key: [(call_id, None)] for key, call_id in unknown.items()}
         try:
             if self._rewind is not None:  # the client's history holds the run's own progress: resumed from its start
                 if self._first is not None:
@@ -1909,6 +1947,18 @@ class Run(object):
             for call in once:
                 _RAN.pop(ran.get(call["tool_call_id"], ""), None)
 
+    @staticmethod
+    def _let_go(claimed: Sequence[str], ran: Mapping[str, str], started: Set[str]) -> None:
+        """The run ends in this turn: the ``_RAN`` keys it took (``claimed``) for calls that never started are let
+        go (a resume of the same state runs them on its decision; only a call that started is handed back)."""
+        if not claimed:
+            return
+        unstarted = [key for call_id, key in ran.items() if call_id not in started]
+        with _SHOWN_LOCK:
+            for key in unstarted:
+                if key in claimed:
+                    _RAN.pop(key, None)
+
     def _answer_broken(self, calls: List[Dict[str, Any]], caught: Mapping[str, Any], turn: int) -> Iterator[UniEvent]:
         """Generator: the calls of a turn that stops here (for a decision, at max_turns) whose arguments did not
         parse, answered with their error results (events, hooks' after_call, the journal, ``messages``, the
@@ -1946,7 +1996,8 @@ class Run(object):
             self._unsettled = {}
         if type(self._timed_out) is not set:
             self._timed_out = set()
-        self._unsettled[(call["name"], arguments_digest(shown))] = (call["tool_call_id"], ticket)
+        # (each one: two calls of one turn with the same arguments may both have timed out)
+        self._unsettled.setdefault((call["name"], arguments_digest(shown)), []).append((call["tool_call_id"], ticket))
         self._timed_out.add(call["tool_call_id"])  # (its result journaled so: a resume knows it is unsettled)
         return ("; {} is not safe to repeat (idempotent=False) and may still complete: do not call it again before "
                 "checking whether it took effect".format(call["name"]))
@@ -1963,18 +2014,25 @@ class Run(object):
         held = unsettled.get(key) if unsettled else None
         if unsettled is None or held is None:
             return None
-        call_id, ticket = held
-        head = "not run: call {} of {} with the same arguments timed out".format(call_id, name)
-        if ticket is None:
-            return "{} and its outcome is unknown (the process running it stopped); {} is not safe to repeat".format(
-                head, name)
-        if ticket.running:
-            return "{} and still runs; it may still complete ({} is not safe to repeat)".format(head, name)
+        head = "not run: call {} of {} with the same arguments timed out".format
+        for call_id, ticket in held:
+            if ticket is None:
+                return "{} and its outcome is unknown (the process running it stopped); {} is not safe to " \
+                       "repeat".format(head(call_id, name), name)
+        for call_id, ticket in held:  # (every one of them: while one still runs, a repeat may still take effect twice)
+            if ticket.running:  # type: ignore[union-attr]
+                return "{} and still runs; it may still complete ({} is not safe to repeat)".format(head(call_id, name),
+                                                                                                  name)
         del unsettled[key]
-        _, item, raised, _ = ticket.value
-        if raised is not None:
-            return "{}, then raised {}".format(head, error_text(raised, self._credentials))
-        return "{}, then {}: {}".format(head, "failed" if item.get("is_error") else "returned", item.get("text"))
+        told = []
+        for call_id, ticket in held:
+            _, item, raised, _ = ticket.value  # type: ignore[union-attr]
+            if raised is not None:
+                told.append("{}, then raised {}".format(head(call_id, name), error_text(raised, self._credentials)))
+            else:
+                told.append("{}, then {}: {}".format(head(call_id, name), "failed" if item.get("is_error") else
+                                                     "returned", item.get("text")))
+        return "; ".join(told)
 
     def _turn_conversation(self) -> str:
         """The key of the conversation before the turn whose calls are decided now (the history's last assistant
@@ -2111,6 +2169,13 @@ class Run(object):
                 else:
                     plans.append(("ask", entry))
             if pending:
+                if self._stateful and calls is self._open and self._tail:
+                    # the message given goes with these calls' results: stopping here would drop it (it is in neither
+                    # the history nor the result); nothing ran or was sent, the history is as it was
+                    raise ConfigError("run_stateful was given a message while calls wait for a decision ({}), and none "
+                                      "came: the message goes with their results; give decisions=... for them (a "
+                                      "reason denies one) with the message".format(
+                                          ", ".join(str(c["tool_call_id"]) for c in pending)))
                 if caught:  # answered now: a saved state says {} for their arguments, and must not run them with that
                     yield from self._answer_broken(calls, caught, turn)
                 self._stop = "approval"
@@ -2123,6 +2188,8 @@ class Run(object):
             tasks = []  # type: List[Any]
             kept = set()
             for index, (call, plan) in enumerate(zip(calls, plans)):
+                if self._aborted:  # none of the turn's calls starts now (_execute): approve is asked no more
+                    break
                 if plan[0] in ("error", "answer", "kept"):  # (an error text, or the whole result item)
                     tasks.append((index, call, None, plan[1], None))
                     if plan[0] == "kept":
@@ -2148,8 +2215,8 @@ class Run(object):
                 elif isinstance(decision, str):
                     tasks.append((index, call, None, "denied: {}".format(decision), None))
                     continue
-                else:
-                    arguments = dict(decision["arguments"])
+                else:  # (a copy: they run as they were when the decision came, whatever becomes of its objects)
+                    arguments = _fresh(dict(decision["arguments"]))
                     if entry.check is not None:  # a strict tool: edited arguments held to its schema as the model's
                         try:
                             entry.check.convert(arguments, style="tool")
@@ -2198,43 +2265,50 @@ class Run(object):
         #: an after_call hook's exception, or the GeneratorExit of the run closed by its reader: raised when the
         #: turn's calls that ran are in
         hook_error = None  # type: Any
-        for index, item, seconds in self._execute(tasks):
-            results[index] = item
-            call = calls[index]
-            if index in kept:
-                journal.replayed_results += 1
-                event = _result_event(item)
-                event["replayed"] = True  # type: ignore[typeddict-unknown-key]
-                if not self._halting:
-                    try:
-                        yield event
-                    except GeneratorExit as exc:  # closed while read: as a hook's exception, below
-                        self._halting = True
-                        hook_error = exc
-                continue
-            if journal is not None:
-                unsettled = call["tool_call_id"] in self._timed_out
-                if unsettled:
-                    self._timed_out.discard(call["tool_call_id"])
-                journal.finished(turn, call["tool_call_id"], item, seconds, unsettled)
-            self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
-                               "is_error": bool(item.get("is_error"))})
-            if self._halting:  # a hook raised: the results that came are kept, quietly
-                continue
-            try:
-                for method in after:
-                    method(dict(call), item, seconds)
-            except Exception as exc:
-                # raised once the calls that ran are in (journal, messages, history): no call that ran is lost,
-                # none starts (the calls not started do not start, those still running are left, as on abort)
-                self._halting = True
-                hook_error = exc
-                continue
-            try:
-                yield _result_event(item)
-            except GeneratorExit as exc:  # the run closed by its reader: the calls that ran are kept the same way
-                self._halting = True
-                hook_error = exc
+        started = self._started = set()  # type: Set[str]  # the ids of the calls handed to run (_execute)
+        try:
+            for index, item, seconds in self._execute(tasks):
+                results[index] = item
+                call = calls[index]
+                if index in kept:
+                    journal.replayed_results += 1
+                    event = _result_event(item)
+                    event["replayed"] = True  # type: ignore[typeddict-unknown-key]
+                    if not self._halting:
+                        try:
+                            yield event
+                        except GeneratorExit as exc:  # closed while read: as a hook's exception, below
+                            self._halting = True
+                            hook_error = exc
+                    continue
+                if journal is not None:
+                    unsettled = call["tool_call_id"] in self._timed_out
+                    if unsettled:
+                        self._timed_out.discard(call["tool_call_id"])
+                    journal.finished(turn, call["tool_call_id"], item, seconds, unsettled)
+                self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
+                                   "is_error": bool(item.get("is_error"))})
+                if self._halting:  # a hook raised: the results that came are kept, quietly
+                    continue
+                try:
+                    for method in after:
+                        method(dict(call), item, seconds)
+                except Exception as exc:
+                    # raised once the calls that ran are in (journal, messages, history): no call that ran is lost,
+                    # none starts (the calls not started do not start, those still running are left, as on abort)
+                    self._halting = True
+                    hook_error = exc
+                    continue
+                try:
+                    yield _result_event(item)
+                except GeneratorExit as exc:  # the run closed by its reader: the calls that ran are kept the same way
+                    self._halting = True
+                    hook_error = exc
+        except BaseException:  # (a KeyboardInterrupt a tool raised): the calls that never started are not taken
+            self._let_go(claimed, ran, started)
+            raise
+        if hook_error is not None or self._aborted:  # the run ends in this turn: so too
+            self._let_go(claimed, ran, started)
         if (hook_error is not None or self._aborted) and caught and any(item is None for item in results):
             # the run ends in this turn: its calls whose arguments did not parse are answered too (the message
             # holds {} as their arguments, which a resume from it must not run them with)
@@ -2274,6 +2348,7 @@ class Run(object):
                 if entry is None:
                     yield index, _answered(call, arguments), 0.0
                     continue
+                self._started.add(call["tool_call_id"])
                 started = time.monotonic()
                 item = self._invoke(call, entry, arguments, shown)
                 yield index, item, time.monotonic() - started
@@ -2323,12 +2398,14 @@ class Run(object):
             me = threading.current_thread()
             named = runnable[0][2].thread  # (the name the thread was handed the batch with)
             while True:
-                if self._aborted or self._halting:  # the calls not started do not start
-                    return _BATCH_NOTE
-                try:
-                    index, call, entry, arguments, shown = shared.popleft()
-                except IndexError:
-                    return _BATCH_NOTE
+                with self._lock:  # (handed to run under the lock: a run that ends knows which calls started)
+                    if self._aborted or self._halting:  # the calls not started do not start
+                        return _BATCH_NOTE
+                    try:
+                        index, call, entry, arguments, shown = shared.popleft()
+                    except IndexError:
+                        return _BATCH_NOTE
+                    self._started.add(call["tool_call_id"])
                 if entry.thread is not named:
                     named = me.name = entry.thread
                 in_call[0] = time.monotonic()
@@ -2375,7 +2452,8 @@ class Run(object):
                     for index in list(done):
                         decided[index] = done.pop(index)
                 if self._aborted or self._halting:  # what came is given (out of call order), those running are left
-                    shared.clear()  # (the calls not started yet do not start)
+                    with self._lock:
+                        shared.clear()  # (the calls not started yet do not start)
                     while True:
                         try:
                             take(results.get_nowait())
@@ -2407,6 +2485,7 @@ class Run(object):
                     index, call, entry, arguments, shown = queue.popleft()
                     ticket = _Ticket()
                     running[index] = (time.monotonic(), entry.timeout, call, ticket)
+                    self._started.add(call["tool_call_id"])
                     held += 1
                     pool.submit(functools.partial(work, index, call, entry, arguments, shown), reporter(ticket),
                                 entry.thread)
@@ -2456,17 +2535,20 @@ class Run(object):
                         raise raised
                     yield index, item, seconds
         finally:
-            shared.clear()  # the run goes no further here (raised, closed, aborted): calls not started do not start
+            with self._lock:
+                shared.clear()  # the run goes no further here (raised, closed, aborted): calls not started do not start
 
     def _invoke(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
         """The tool's result item (an error result when it raised: KeyboardInterrupt and SystemExit alone
         propagate); run inside the hooks' around_call."""
+        ran = []  # type: List[Any]  # what the tool returned, once it did (a hook may fail after that)
         try:
             if self._methods["around_call"]:
-                proceed = functools.partial(self._proceed, call, entry, arguments, shown)
+                proceed = functools.partial(self._proceed, call, entry, arguments, shown, ran)
                 if not entry.idempotent:
                     proceed = _once(proceed, entry.name, entry.kind == "tool")
-                item = self._wrapped("around_call", (self, dict(call, arguments=shown)), proceed)
+                # (a copy: what a hook does to it changes neither the model's call nor what the tool was given)
+                item = self._wrapped("around_call", (self, dict(call, arguments=_fresh(shown))), proceed)
                 if not isinstance(item, _Mapping) or item.get("type") != "tool_result":
                     raise ConfigError("an around_call hook returned a {}, not the tool_result item proceed() "
                                       "returns".format(type(item).__name__))
@@ -2480,20 +2562,32 @@ class Run(object):
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # an Exception, asyncio.CancelledError, ...: the model hears of it
-            return _error(call["tool_call_id"], error_text(exc, self._credentials))
+            error = error_text(exc, self._credentials)
+            if ran:  # an around_call hook failed after the tool ran: the model must not take it for a failure to run
+                item = ran[0]
+                return _cut(dict(item, is_error=True, text="{} ran and returned: {}; then an around_call hook failed: "
+                                 "{}".format(call["name"], item.get("text"), error)), self._max_output_chars)
+            return _error(call["tool_call_id"], error)
 
-    def _proceed(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
-        """The tool itself: its result item (what it raised propagates)."""
+    def _proceed(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any,
+                 ran: Optional[List[Any]] = None) -> Dict[str, Any]:
+        """The tool itself: its result item (what it raised propagates; ``ran`` gains the item)."""
         call_id = call["tool_call_id"]
         token = _CURRENT.set(_Current(self, call, shown, self._turn_keys.get(call_id, self._turns - 1)))
         try:
+            # (a copy: what a tool or provider does to its arguments never changes the model's call in the conversation)
             if entry.kind == "provider":
-                value = entry.provider.call_tool(entry.original, arguments)
+                value = entry.provider.call_tool(entry.original, _fresh(arguments))
             else:
-                value = entry.tool.fn(**arguments)
+                value = entry.tool.fn(**_fresh(arguments))
         finally:
             _CURRENT.reset(token)
-        item = result_item(value, call_id)
+        try:
+            item = result_item(value, call_id)
+        except Exception as exc:  # (a circular value, an int past str()'s digits, a __str__ that raises, bad images)
+            # it ran: the model is told so, not handed what reads as the tool's own failure (it would call it again)
+            item = _error(call_id, "{} ran, but what it returned cannot be sent: {}".format(
+                call["name"], error_text(exc, self._credentials)))
         if not text_is_utf8(item["text"]):  # (a tool's text with a lone surrogate: no request could carry it)
             item["text"] = _utf8(item["text"])
         if entry.kind == "provider" and isinstance(item.get("text"), str):
@@ -2503,4 +2597,6 @@ class Run(object):
             item["text"] = scrub_text(item["text"], own() if callable(own) else ())
         if item.get("is_error"):  # a provider's (an MCP server's) error text: scrubbed as an exception's
             item["text"] = scrub_free_text(item["text"], self._credentials)
+        if ran is not None:
+            ran.append(item)
         return item

@@ -215,6 +215,9 @@ class Tool(object):
             raise ConfigError("tool {!r} is an async function: a tool runs in a thread of its own, its return value "
                               "the result; give a plain function (asyncio.run(...) inside it if it must "
                               "await)".format(self.name))
+        if inspect.isgeneratorfunction(hinted):
+            raise ConfigError("tool {!r} is a generator function: its body would not run when called (the return value "
+                              "is the result); return a list of what it yields instead".format(self.name))
         self.requires_approval = bool(requires_approval)
         self.timeout = timeout  # type: Optional[float]
         summary, texts = parse_docstring(getattr(fn.func if isinstance(fn, functools.partial) else fn, "__doc__", None))
