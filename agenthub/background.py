@@ -97,8 +97,8 @@ def _parts(protocol: Any, resume: Any, endpoint: Any, client: str, max_line_byte
     """The parts of a background stream whose connections resume after a cut, and its Resumable: each
     reconnect is the attempt loop's next attempt (``reopen``: the GET that resumes it), read by the same
     parser.  ``known`` is told the id as soon as a frame names it (``resource_id``: known already)."""
-    if body.open(False):  # one JSON document: complete by nature, nothing to resume (a finished
-        return protocol.read(body, client, max_line_bytes, stamp=stamp, events_timeout=events_timeout), None  # response re-attached, say)
+    if body.open(False):  # one JSON document: complete by nature, nothing to resume (a finished response
+        return protocol.read(body, client, max_line_bytes, stamp=stamp), None  # re-attached, say)
 
     def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
         resumed = reopen(resource_id, resume.request(endpoint, resource_id, cursor), resumable.error)

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Iterator, List, Optional, Tuple
 
 from .errors import StreamProtocolError, TransportError
 
-__all__ = ["SSEEvent", "SSEDecoder", "iter_events", "iter_event_data", "json_loads", "scan_once", "no_events_error",
+__all__ = ["SSEEvent", "SSEDecoder", "iter_events", "iter_event_data", "json_loads", "scan_once",
            "DEFAULT_MAX_LINE_BYTES"]
 
 #: a ``retry`` field of more digits than this (more than ~115 days in milliseconds) is ignored
@@ -419,8 +419,8 @@ def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_
     ``events_timeout``: seconds the body may go on with reads that complete no event (comments, blank
     lines, keep-alive bytes: what a read timeout takes for liveness) before it is given up with a
     TransportError (``.timeout`` True, retryable, as an idle timeout is).  The clock starts at the first
-    such read after an event (or at the body's first read), and is looked at only on such reads: it
-    costs an event nothing, and a body that goes silent altogether is the read timeout's.  None: no limit.
+    such read after an event (or at the body's first read), and is read only on such reads (never for
+    an event); a body that goes silent altogether is the read timeout's.  None: no limit.
     ``client``: the name that error is given."""
     return _frames(chunks, max_line_bytes, False, events_timeout, client)
 
@@ -432,7 +432,7 @@ def iter_event_data(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_L
     return _frames(chunks, max_line_bytes, True, events_timeout, client)
 
 
-def no_events_error(seconds: float, client: str = "") -> TransportError:
+def _no_events_error(seconds: float, client: str = "") -> TransportError:
     """The error that ends a stream that sent no event for ``seconds``, only comments or keep-alives."""
     return TransportError("{}: no SSE event for {}s, only comments or keep-alive bytes (the events timeout: "
                           "Timeout(events=...))".format(client or "agenthub", seconds), client=client,
@@ -498,7 +498,7 @@ def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool,
             if quiet is None:
                 quiet = monotonic()
             elif monotonic() - quiet > events_timeout:
-                raise no_events_error(events_timeout, client)
+                raise _no_events_error(events_timeout, client)
     yield from decoder.flush()
 
 
