@@ -50,6 +50,9 @@ RETRY_AFTER_CAP = 60.0
 #: default seconds to connect, and of silence allowed between received bytes (reasoning models think quietly)
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 600.0
+#: default seconds a model stream may send only SSE comments, blank lines or keep-alive bytes (no event): three
+#: times ``read``, so a stream that stays "alive" on keep-alives alone still ends
+DEFAULT_EVENTS_TIMEOUT = 1800.0
 
 
 # -- timeouts (agenthub.Timeout; the client's name for it too) -------------------------------------------------------------------------------------
@@ -58,19 +61,22 @@ DEFAULT_READ_TIMEOUT = 600.0
 class Timeout(object):
     """How long to wait: ``connect`` seconds to connect, ``read`` seconds of silence between
     received bytes (the idle timeout: it restarts with every byte, so a slow but living stream
-    never trips it), and an optional ``total`` deadline for the whole call (retries and backoff
-    included).  None means no limit.
+    never trips it), an optional ``total`` deadline for the whole call (retries and backoff
+    included), and ``events`` (agenthub's own): the longest a model's SSE stream may go on with
+    no event, only comments, blank lines and keep-alive bytes (which ``read`` counts as liveness).
+    None means no limit.
 
     ``AutoLLMClient(timeout=...)`` takes a Timeout, or requests' convention: a number (used
     for connect and read), a ``(connect, read)`` tuple, or a dict with any of ``connect``,
-    ``read`` and ``total``.  Defaults: connect 10 s, read 600 s, no total.
+    ``read``, ``total`` and ``events``.  Defaults: connect 10 s, read 600 s, no total, events 1800 s.
     """
 
-    __slots__ = ("connect", "read", "total")
+    __slots__ = ("connect", "read", "total", "events")
 
     def __init__(self, connect: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
-                 read: Optional[float] = DEFAULT_READ_TIMEOUT, total: Optional[float] = None) -> None:
-        for name, value in (("connect", connect), ("read", read), ("total", total)):
+                 read: Optional[float] = DEFAULT_READ_TIMEOUT, total: Optional[float] = None,
+                 events: Optional[float] = DEFAULT_EVENTS_TIMEOUT) -> None:
+        for name, value in (("connect", connect), ("read", read), ("total", total), ("events", events)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not value > 0):
                 raise ConfigError("timeout {} must be a positive number of seconds or None (got {!r})".format(
@@ -81,6 +87,7 @@ class Timeout(object):
         self.connect = None if connect is None else float(connect)
         self.read = None if read is None else float(read)
         self.total = None if total is None else float(total)
+        self.events = None if events is None else float(events)
 
     @classmethod
     def of(cls, value: Any) -> "Timeout":
@@ -96,27 +103,31 @@ class Timeout(object):
         if isinstance(value, Mapping):
             unknown = sorted(str(k) for k in value if k not in cls.__slots__)
             if unknown:
-                raise ConfigError("unknown timeout key(s) {}; known: connect, read, total".format(unknown))
+                raise ConfigError("unknown timeout key(s) {}; known: connect, read, total, events".format(unknown))
             return cls(value.get("connect", DEFAULT_CONNECT_TIMEOUT), value.get("read", DEFAULT_READ_TIMEOUT),
-                       value.get("total"))
+                       value.get("total"), value.get("events", DEFAULT_EVENTS_TIMEOUT))
         raise ConfigError("timeout must be None, seconds, a (connect, read) tuple, a dict or a Timeout "
                           "(got {})".format(type(value).__name__))
 
+    def _fields(self) -> Tuple[Optional[float], Optional[float], Optional[float], Optional[float]]:
+        return (self.connect, self.read, self.total, self.events)
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Timeout) and (self.connect, self.read, self.total) == (
-            other.connect, other.read, other.total)
+        return isinstance(other, Timeout) and self._fields() == other._fields()
 
     def __hash__(self) -> int:
-        return hash((self.connect, self.read, self.total))
+        return hash(self._fields())
 
     def __repr__(self) -> str:
-        return "Timeout(connect={!r}, read={!r}, total={!r})".format(self.connect, self.read, self.total)
+        return "Timeout(connect={!r}, read={!r}, total={!r}, events={!r})".format(*self._fields())
 
-    def __getstate__(self) -> Tuple[Optional[float], Optional[float], Optional[float]]:
-        return (self.connect, self.read, self.total)
+    def __getstate__(self) -> Tuple[Optional[float], Optional[float], Optional[float], Optional[float]]:
+        return self._fields()
 
-    def __setstate__(self, state: Tuple[Optional[float], Optional[float], Optional[float]]) -> None:
-        self.connect, self.read, self.total = state
+    def __setstate__(self, state: Tuple[Optional[float], ...]) -> None:
+        # (a Timeout pickled before ``events`` existed has three fields: it gets the default)
+        self.connect, self.read, self.total = state[:3]
+        self.events = state[3] if len(state) > 3 else DEFAULT_EVENTS_TIMEOUT
 
 
 class Attempt(object):

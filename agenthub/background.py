@@ -38,12 +38,14 @@ ID_WATCH = contextvars.ContextVar("agenthub_background_id_watch", default=None) 
 def events(protocol: Any, endpoint: Any, client: str, max_line_bytes: int,
            run: Callable[[Callable[..., Iterator[Any]]], Iterator[Any]],
            cancel: Callable[[Any, str], None], sleep: Optional[Callable[[float], Any]] = None,
-           known: Optional[Callable[[str], None]] = None, resource_id: Optional[str] = None) -> Iterator[Any]:
+           known: Optional[Callable[[str], None]] = None, resource_id: Optional[str] = None,
+           events_timeout: Optional[float] = None) -> Iterator[Any]:
     """The events of a background response: ``run(read)`` is the attempt loop with ``resumes=True``
     around ``read(body, reopen)``; ``cancel(request, resource_id)`` sends a cancel (never raises);
     ``sleep(seconds)`` waits between reconnects (the loop's abortable wait); ``known(resource_id)`` is
     told the response's id once, as soon as the stream names it; ``resource_id``: the stream is a
-    re-attach to that response (its id known from the start)."""
+    re-attach to that response (its id known from the start); ``events_timeout``: ``Timeout.events`` of
+    each connection (``Protocol.frames``)."""
     resume = resume_of(protocol)
     resumables = []  # type: List[Any]  # one per attempt
     opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
@@ -51,7 +53,7 @@ def events(protocol: Any, endpoint: Any, client: str, max_line_bytes: int,
     def read(body: Any, reopen: Callable[[str, Any, Any], Any]) -> Iterator[Any]:
         stamp = [now_ms()]  # the time the bytes being parsed were read, across the reconnects too
         parts, resumable = _parts(protocol, resume, endpoint, client, max_line_bytes, body, reopen, opened, stamp,
-                                  sleep, known, resource_id)
+                                  sleep, known, resource_id, events_timeout)
         resumables.append(resumable)
         return _marked(drive(parts, client, stamp), resumable)
 
@@ -91,21 +93,21 @@ def _abandoned(resume: Any, endpoint: Any, client: str, resource_id: str, failed
 def _parts(protocol: Any, resume: Any, endpoint: Any, client: str, max_line_bytes: int, body: Any,
            reopen: Callable[[str, Any, Any], Any], opened: List[Any], stamp: List[int],
            sleep: Optional[Callable[[float], Any]] = None, known: Optional[Callable[[str], None]] = None,
-           resource_id: Optional[str] = None) -> Tuple[Iterator[Any], Any]:
+           resource_id: Optional[str] = None, events_timeout: Optional[float] = None) -> Tuple[Iterator[Any], Any]:
     """The parts of a background stream whose connections resume after a cut, and its Resumable: each
     reconnect is the attempt loop's next attempt (``reopen``: the GET that resumes it), read by the same
     parser.  ``known`` is told the id as soon as a frame names it (``resource_id``: known already)."""
-    if body.open(False):  # one JSON document: complete by nature, nothing to resume (a finished
-        return protocol.read(body, client, max_line_bytes, stamp=stamp), None  # response re-attached, say)
+    if body.open(False):  # one JSON document: complete by nature, nothing to resume (a finished response
+        return protocol.read(body, client, max_line_bytes, stamp=stamp), None  # re-attached, say)
 
     def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
         resumed = reopen(resource_id, resume.request(endpoint, resource_id, cursor), resumable.error)
         opened.append(resumed)
         logger.info("%s: the stream of background response %s broke; resumed after event %s", client,
                     resource_id, cursor)
-        return protocol.framing(resumed.iter_chunks(stamp), max_line_bytes)
+        return protocol.frames(resumed.iter_chunks(stamp), max_line_bytes, events_timeout, client)
 
-    frames = protocol.framing(body.iter_chunks(stamp), max_line_bytes)
+    frames = protocol.frames(body.iter_chunks(stamp), max_line_bytes, events_timeout, client)
     resumable = Resumable(frames, resume.frame_cursor, reconnect, ordered=resume.ordered, client=client,
                           sleep=sleep)
     if resource_id:

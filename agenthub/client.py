@@ -11,9 +11,10 @@ Reliability rules (docs/reliability.md has the full table):
   (default 2) bounds them; 0 disables.  Other 4xx are never retried.
 - Once an event reached the caller, a failure is raised as a typed error whose
   ``.retryable`` says whether asking again may help; the turn is never restarted.
-- ``Timeout(connect, read, total)``: *read* is the idle gap allowed between received
+- ``Timeout(connect, read, total, events)``: *read* is the idle gap allowed between received
   bytes (any byte counts, SSE comments and pings too); *total* is an optional deadline
-  for the whole call, retries and backoff included.
+  for the whole call, retries and backoff included; *events* (1800 s) ends an SSE stream
+  that goes on with no event, only comments and keep-alives, for that long.
 - ``stream.abort()`` (from any thread) ends the stream promptly with
   ``TransportError(aborted=True)`` and releases the connection.
 - A stream belongs to the process that opened it: in a forked child its next read raises
@@ -893,9 +894,11 @@ class AutoLLMClient(object):
         if (call.config or {}).get("background"):
             return self._background(call, watch, hooks, deadline, whole_call)
 
+        events_timeout = Timeout.of(self.timeout).events
+
         def read(body: Any) -> Iterator[UniEvent]:
             stamp = [now_ms()]  # the time the bytes being parsed were read: each event's created_at
-            return drive(protocol.read(body, client, max_line_bytes, document, stamp), client, stamp)
+            return drive(protocol.read(body, client, max_line_bytes, document, stamp, events_timeout), client, stamp)
 
         return self._run(call, watch, protocol, read, hooks=hooks, deadline=deadline, whole_call=whole_call)
 
@@ -921,7 +924,7 @@ class AutoLLMClient(object):
                 told(resource_id, call)
 
         return background.events(self._protocol, self._endpoint, self.client_type, self.max_line_bytes, run,
-                                 self._cancel, watch.sleep, known, call.resuming)
+                                 self._cancel, watch.sleep, known, call.resuming, Timeout.of(self.timeout).events)
 
     def _cancel(self, request: Any, resource_id: str) -> None:
         """Cancel a background response server-side (its stream ended before it did: abort, close, error).

@@ -27,9 +27,10 @@ Rules (WHATWG "event stream interpretation", plus what real servers do):
 
 import json
 from itertools import islice
+from time import monotonic
 from typing import Any, Iterable, Iterator, List, Optional, Tuple
 
-from .errors import StreamProtocolError
+from .errors import StreamProtocolError, TransportError
 
 __all__ = ["SSEEvent", "SSEDecoder", "iter_events", "iter_event_data", "json_loads", "scan_once",
            "DEFAULT_MAX_LINE_BYTES"]
@@ -411,23 +412,41 @@ class SSEDecoder(object):
         return SSEEvent(text, event_name or "message", self._last_id, retry)
 
 
-def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[SSEEvent]:
-    """Decode an iterable of byte chunks into SSEEvents, lazily; the end of chunks is the end of the body."""
-    return _frames(chunks, max_line_bytes, False)
+def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+                events_timeout: Optional[float] = None, client: str = "") -> Iterator[SSEEvent]:
+    """Decode an iterable of byte chunks into SSEEvents, lazily; the end of chunks is the end of the body.
+
+    ``events_timeout``: seconds the body may go on with reads that complete no event (comments, blank
+    lines, keep-alive bytes: what a read timeout takes for liveness) before it is given up with a
+    TransportError (``.timeout`` True, retryable, as an idle timeout is).  The clock starts at the first
+    such read after an event (or at the body's first read), and is read only on such reads (never for
+    an event); a body that goes silent altogether is the read timeout's.  None: no limit.
+    ``client``: the name that error is given."""
+    return _frames(chunks, max_line_bytes, False, events_timeout, client)
 
 
-def iter_event_data(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Tuple[str, str]]:
+def iter_event_data(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+                    events_timeout: Optional[float] = None, client: str = "") -> Iterator[Tuple[str, str]]:
     """``iter_events`` as ``(event name, data)`` tuples (``SSEDecoder(pairs=True)``): the same framing, the
     same errors, for a reader that uses neither ``id`` nor ``retry`` (``providers._common.payloads``)."""
-    return _frames(chunks, max_line_bytes, True)
+    return _frames(chunks, max_line_bytes, True, events_timeout, client)
 
 
-def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool) -> Iterator[Any]:
+def _no_events_error(seconds: float, client: str = "") -> TransportError:
+    """The error that ends a stream that sent no event for ``seconds``, only comments or keep-alives."""
+    return TransportError("{}: no SSE event for {}s, only comments or keep-alive bytes (the events timeout: "
+                          "Timeout(events=...))".format(client or "agenthub", seconds), client=client,
+                          timeout=True, retryable=True)
+
+
+def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool,
+            events_timeout: Optional[float] = None, client: str = "") -> Iterator[Any]:
     decoder = SSEDecoder(max_line_bytes, pairs)
     feed = decoder.feed
     event_type = SSEEvent
     last_id = None  # type: Optional[str]
     idle = False  # the decoder holds nothing between two events (see _idle): then last_id is all its state
+    quiet = None  # type: Optional[float]  # (events_timeout) when the reads began to complete no event
     for chunk in chunks:
         if idle:
             # feed()'s one-event fast path (_one_event), inlined with the decoder's state in locals:
@@ -442,6 +461,7 @@ def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool) -> Iterat
                         pass  # the general path raises the error it always raised
                     else:
                         yield ("message", data) if pairs else event_type(data, "message", last_id, None)
+                        quiet = None
                         continue
             elif first == size - 3:  # "data: <payload>\r\n\r\n" (Gemini)
                 if chunk.find(b"\r") == first - 1 and chunk.endswith(b"\r\n\r\n") and chunk.startswith(b"data: ") \
@@ -452,6 +472,7 @@ def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool) -> Iterat
                         pass
                     else:
                         yield ("message", data) if pairs else event_type(data, "message", last_id, None)
+                        quiet = None
                         continue
             elif chunk.find(b"\n", first + 1) == size - 2 and chunk[-1] == 10 and 13 not in chunk \
                     and chunk.startswith(b"event: ") and chunk.startswith(b"data: ", first + 1) \
@@ -463,6 +484,7 @@ def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool) -> Iterat
                     pass
                 else:
                     yield (name, data) if pairs else event_type(data, name, last_id, None)
+                    quiet = None
                     continue
         if not chunk:
             continue
@@ -470,7 +492,13 @@ def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool) -> Iterat
         idle = decoder._idle()
         last_id = decoder._last_id
         if events:
+            quiet = None
             yield from events
+        elif events_timeout is not None:  # a read that completed no event: only here is the clock read
+            if quiet is None:
+                quiet = monotonic()
+            elif monotonic() - quiet > events_timeout:
+                raise _no_events_error(events_timeout, client)
     yield from decoder.flush()
 
 

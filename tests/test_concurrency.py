@@ -10,6 +10,7 @@ import pytest
 
 from agenthub import AutoLLMClient, ConfigError, ThinkingLevel, TransportError, check_stream
 from agenthub.client import Timeout
+from agenthub import attempts
 from faultserver import FaultServer, chat_chunk, chat_stream, hang, send, sleep, status, within
 
 SSE = {"Content-Type": "text/event-stream"}
@@ -207,13 +208,37 @@ def test_timeout_forms():
     json.dumps(repr(client.timeout))
 
 
-@pytest.mark.parametrize("timeout", [1e10, {"read": 1e300}, {"connect": 1e10}, {"total": 1e10}])
+def test_the_events_timeout_defaults_to_three_times_read_and_is_checked_like_the_others():
+    assert attempts.DEFAULT_EVENTS_TIMEOUT == 1800.0 == 3 * attempts.DEFAULT_READ_TIMEOUT
+    assert Timeout().events == 1800.0
+    assert Timeout.of(None).events == 1800.0 and Timeout.of(30).events == 1800.0
+    assert Timeout.of((5, 60)).events == 1800.0 and Timeout.of({"total": 900}).events == 1800.0
+    assert Timeout.of({"events": 120}) == Timeout(10, 600, None, 120.0)
+    assert Timeout.of({"events": None}).events is None
+    assert Timeout(events=5) != Timeout() and hash(Timeout(events=5)) == hash(Timeout(10, 600, None, 5))
+    assert repr(Timeout(1, 2, 3, 4)) == "Timeout(connect=1.0, read=2.0, total=3.0, events=4.0)"
+    assert pickle.loads(pickle.dumps(Timeout(1, 2, 3, None))) == Timeout(1, 2, 3, None)
+    old = Timeout.__new__(Timeout)
+    old.__setstate__((1.0, 2.0, None))  # pickled before events existed: the default
+    assert old == Timeout(1, 2, None)
+    for bad in (0, -1, True, "60", float("nan"), float("inf"), 1e10):
+        with pytest.raises(ConfigError) as caught:
+            Timeout.of({"events": bad})
+        assert "timeout events" in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        Timeout.of({"idle": 3})
+    assert str(caught.value) == "unknown timeout key(s) ['idle']; known: connect, read, total, events"
+    client = AutoLLMClient("m", client_type="openai-chat", base_url="http://127.0.0.1:9/v1", timeout={"events": 60})
+    assert client.timeout == Timeout(10, 600, None, 60)
+
+
+@pytest.mark.parametrize("timeout", [1e10, {"read": 1e300}, {"connect": 1e10}, {"total": 1e10}, {"events": 1e10}])
 def test_a_timeout_longer_than_any_wait_is_a_config_error_up_front(timeout):
     """A socket or a lock waits at most threading.TIMEOUT_MAX seconds: a longer timeout made every request fail
     as 'the connection failed' (retried; the OverflowError was its cause) and a total's timer thread die."""
     with pytest.raises(ConfigError) as caught:
         AutoLLMClient("m", client_type="openai-chat", base_url="http://127.0.0.1:9/v1", timeout=timeout)
-    name = "read" if timeout == {"read": 1e300} else "total" if timeout == {"total": 1e10} else "connect"
+    name = next(iter(timeout)) if isinstance(timeout, dict) else "connect"
     assert str(caught.value) == "timeout {} of {!r} s is longer than a wait can be ({:.0f} s): give None for no " \
                                 "limit".format(name, 1e300 if name == "read" else 1e10, threading.TIMEOUT_MAX)
     assert Timeout(read=threading.TIMEOUT_MAX).read == threading.TIMEOUT_MAX

@@ -207,6 +207,63 @@ def test_sse_comments_and_pings_count_as_liveness(server):
     assert text_of(list(client.streaming_response([USER]))) == "after pings"
 
 
+def comments(seconds, every=0.05):
+    return [step for _ in range(int(seconds / every)) for step in (send(b": keep-alive\n\n"), sleep(every))]
+
+
+@within(15)
+def test_a_stream_of_only_comments_ends_at_the_events_timeout(server):
+    """Comments restart the read timeout: before Timeout.events, a server that sent only ": keep-alive"
+    forever held the default client (no total) forever."""
+    server.push([status(200, SSE)] + comments(8))
+    client = make(server, timeout=Timeout(connect=1, read=1, events=0.5), max_retries=0)
+    started = time.monotonic()
+    with pytest.raises(TransportError) as info:
+        list(client.streaming_response([USER]))
+    assert time.monotonic() - started < 5.0  # (the server would go on for 8 s)
+    error = info.value
+    assert (error.timeout, error.retryable, error.deadline, error.aborted) == (True, True, False, False)
+    assert str(error) == ("openai-chat: no SSE event for 0.5s, only comments or keep-alive bytes (the events "
+                          "timeout: Timeout(events=...))")
+    assert len(server.requests) == 1
+    assert server.wait_closed(1)
+    assert released(client, server)
+
+
+@within(15)
+def test_comments_only_before_content_are_retried_and_after_content_raised(server):
+    server.push([status(200, SSE)] + comments(8))
+    server.push([status(200, SSE), send(chat_stream("fresh"))])
+    client = make(server, timeout=Timeout(connect=1, read=1, events=0.5))
+    assert text_of(list(client.streaming_response([USER]))) == "fresh"
+    assert len(server.requests) == 2
+    server.push([status(200, SSE), send(chat_chunk("a"))] + comments(8))
+    events = []
+    with pytest.raises(TransportError) as info:
+        run(client.streaming_response_stateful(USER), events)
+    assert info.value.timeout is True and info.value.retryable is True
+    assert text_of(events) == "a"
+    assert len(server.requests) == 3  # after content: raised, not retried
+    assert client.get_history() == []
+    assert server.wait_closed(1) and server.wait_closed(2)
+    assert released(client, server)
+
+
+@within(15)
+def test_comments_between_events_within_the_events_timeout_do_not_trip_it(server):
+    body = chat_stream("one", " two", " three", " four", " five")
+    blocks = [block + b"\n\n" for block in body.split(b"\n\n") if block]
+    steps = [status(200, SSE)]
+    for block in blocks:  # 0.2 s of comments after each event: more than the bound in all, never at once
+        steps += [send(block)] + comments(0.2)
+    server.push(steps)
+    client = make(server, timeout=Timeout(connect=1, read=1, events=1.0), max_retries=0)
+    events = list(client.streaming_response([USER]))
+    check_stream(events)
+    assert text_of(events) == "one two three four five"
+    assert len(server.requests) == 1
+
+
 @within(10)
 def test_total_deadline_stops_a_stream_that_never_ends(server):
     forever = [step for _ in range(200) for step in (send(b": ping\n\n"), sleep(0.02))]

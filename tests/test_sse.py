@@ -2,7 +2,8 @@
 
 import pytest
 
-from agenthub.errors import StreamProtocolError
+from agenthub import sse as sse_module
+from agenthub.errors import StreamProtocolError, TransportError
 from agenthub.sse import SSEDecoder, SSEEvent, iter_event_data, iter_events
 from conftest import boundary_splits, every_split, wire_streams
 
@@ -299,3 +300,37 @@ def test_empty_data_lines_count_toward_the_event_limit():
     for _ in range(50):  # exactly 100 once joined: within the limit
         decoder.feed(b"data:\n")
     assert decoder.feed(b"\n") == [SSEEvent("y" * 50 + "\n" * 50)]
+
+
+# -- Timeout.events: reads that complete no event (comments, blank lines, keep-alive bytes) ---------------
+
+
+def _clocked(monkeypatch, chunks):
+    """``chunks`` read one a second: the framing's clock reads 0, 1, 2, ... (one tick per read of it)."""
+    ticks = iter(range(1000))
+    monkeypatch.setattr(sse_module, "monotonic", lambda: float(next(ticks)))
+    return chunks
+
+
+@pytest.mark.parametrize("framing", [iter_events, iter_event_data])
+def test_reads_of_only_comments_end_the_stream_past_the_events_timeout(monkeypatch, framing):
+    quiet = [b": keep-alive\n\n", b"\n", b": OPENROUTER PROCESSING\n\n", b"\r\n", b": ping\n\n"]
+    chunks = _clocked(monkeypatch, [b"data: a\n\n"] + quiet + [b"data: never\n\n"])
+    got = []
+    with pytest.raises(TransportError) as caught:
+        for frame in framing(chunks, 1024, 2.5, "openai-chat"):
+            got.append(frame)
+    assert [getattr(f, "data", None) or f[1] for f in got] == ["a"]  # the clock: 0 at the first comment, 3 at the 4th
+    error = caught.value
+    assert (error.client, error.timeout, error.retryable, error.deadline) == ("openai-chat", True, True, False)
+    assert str(error) == ("openai-chat: no SSE event for 2.5s, only comments or keep-alive bytes (the events "
+                          "timeout: Timeout(events=...))")
+
+
+def test_an_event_restarts_the_events_clock_and_none_means_no_limit(monkeypatch):
+    comment = b": keep-alive\n\n"
+    body = [comment, comment, comment, b"data: 1\n\n", comment, comment, comment, b"event: x\ndata: 2\n\n",
+            comment, comment, b"data: 3", b"\n\n", comment, comment, comment]  # (a part of an event is no event)
+    assert [e.data for e in iter_events(_clocked(monkeypatch, list(body)), 1024, 2.5)] == ["1", "2", "3"]
+    assert [e.data for e in iter_events(_clocked(monkeypatch, body * 50), 1024)] == ["1", "2", "3"] * 50
+    assert [e.data for e in iter_events(_clocked(monkeypatch, body * 50), 1024, None)] == ["1", "2", "3"] * 50

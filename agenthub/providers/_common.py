@@ -310,12 +310,13 @@ class Protocol(object):
         self.max_inputs = max_inputs
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False,
-             stamp: Optional[List[int]] = None) -> Iterator[Any]:
+             stamp: Optional[List[int]] = None, events_timeout: Optional[float] = None) -> Iterator[Any]:
         """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
         a JSON document goes to ``parse_document``, a stream through ``framing`` to ``parse_stream``.
         ``document``: the request asked for one JSON document (it is read whatever its content type).
         ``stamp``: a one-item list kept at the time the bytes being parsed were read (Unix ms), for
-        ``stream.drive`` (``BodyStream.iter_chunks(stamp)``)."""
+        ``stream.drive`` (``BodyStream.iter_chunks(stamp)``).  ``events_timeout``: ``Timeout.events``
+        (``frames``)."""
         if body.open(document):
             if stamp is not None:
                 stamp[0] = now_ms()
@@ -324,8 +325,18 @@ class Protocol(object):
             raise StreamProtocolError("{}: expected one JSON document, got a stream".format(client), client=client)
         chunks = body.iter_chunks(stamp)
         if self.parse_payloads is not None and self.framing is iter_events:
-            return self.parse_payloads(data_payloads(iter_event_data(chunks, max_line_bytes)), client)
-        return self.parse_stream(self.framing(chunks, max_line_bytes), client)
+            return self.parse_payloads(data_payloads(iter_event_data(chunks, max_line_bytes, events_timeout, client)),
+                                       client)
+        return self.parse_stream(self.frames(chunks, max_line_bytes, events_timeout, client), client)
+
+    def frames(self, chunks: Iterable[bytes], max_line_bytes: int, events_timeout: Optional[float] = None,
+               client: str = "") -> Iterator[Any]:
+        """``framing`` over ``chunks``; an SSE framing (``iter_events``) ends a body that sends no event for
+        ``events_timeout`` seconds, only comments and keep-alives (``Timeout.events``).  Other framings have
+        no comments to keep a body alive without events (AWS event-stream) or bound it themselves."""
+        if self.framing is iter_events:
+            return iter_events(chunks, max_line_bytes, events_timeout, client)
+        return self.framing(chunks, max_line_bytes)
 
     def __repr__(self) -> str:
         return "Protocol({!r})".format(self.name)
