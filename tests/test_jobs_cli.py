@@ -15,11 +15,11 @@ from jobs_server import JobServer
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _job(tmp_path, server, texts):
+def _job(tmp_path, server, texts, model="deepseek-v4-flash"):
     path = tmp_path / "in.jsonl"
     with open(str(path), "w") as f:
         for i, text in enumerate(texts):
-            f.write(json.dumps({"id": "q{}".format(i), "model": "deepseek-v4-flash", "client_type": "openai-chat",
+            f.write(json.dumps({"id": "q{}".format(i), "model": model, "client_type": "openai-chat",
                                 "base_url": server.base_url,
                                 "messages": [{"role": "user", "content_items": [{"type": "text", "text": text}]}]})
                     + "\n")
@@ -40,16 +40,17 @@ def test_batch_run_exit_0_then_resume(tmp_path, capsys):
 
 
 def test_batch_run_shows_a_cheap_jobs_cost_not_zero(tmp_path, capsys):
-    """Two rows at $0.000009 each: the progress line and the summary say $0.000018 (as chat's usage line
-    prices a turn), not the $0.0000 four decimals made of it."""
+    """Two rows at $0.0000045 each: the progress line and the summary say $0.000009 (as chat's usage line
+    prices a turn), not the $0.0000 four decimals made of it.  (A model of one price at every hour: DeepSeek's
+    cost depends on the time of day.)"""
     with JobServer() as server:
-        src = _job(tmp_path, server, ["a", "b"])
+        src = _job(tmp_path, server, ["a", "b"], model="gpt-4o-mini")
         out = str(tmp_path / "out.jsonl")
         assert main(["batch", "run", src, "-o", out, "--workers", "1", "--rpm", "6000"]) == 0
         err = capsys.readouterr().err
-    assert [row["cost_usd"] for row in read_output(out)] == [9e-06, 9e-06]
-    assert "agenthub batch run: 2 done, 0 failed, 0 skipped of 2 rows; 30 tokens, $0.000018; " in err
-    assert "agenthub.jobs: 2/2 rows, " in err and ", 30 tokens, $0.000018\n" in err
+    assert [row["cost_usd"] for row in read_output(out)] == [4.5e-06, 4.5e-06]
+    assert "agenthub batch run: 2 done, 0 failed, 0 skipped of 2 rows; 30 tokens, $0.000009; " in err
+    assert "agenthub.jobs: 2/2 rows, " in err and ", 30 tokens, $0.000009\n" in err
 
 
 def test_batch_run_exit_3_when_rows_failed(tmp_path, capsys):
