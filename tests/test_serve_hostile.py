@@ -484,7 +484,7 @@ def test_a_client_that_leaves_while_the_upstream_is_silent_ends_the_stream_at_on
     so.  (keepalive_seconds is 30 here; the upstream holds the connection at most 20 s of its own.)"""
     with Upstream() as up:
         up.routes["chat"] = Route(chat_sse(1, end=False) if events else b": thinking\n\n", hold=True)
-        app = app_for(up, keepalive_seconds=30)
+        app = app_for(up, keepalive_seconds=30, max_concurrent_streams=1)  # (its one slot free: the stream ended)
         with Builtin(app) as server:
             if not events:  # (the head comes with the first keep-alive or event: the client leaves before either)
                 host, port = server.server.server_address[:2]
@@ -497,6 +497,7 @@ def test_a_client_that_leaves_while_the_upstream_is_silent_ends_the_stream_at_on
                 left = _leave_after(server, events)
             assert up.wait_closed(1, timeout=8)  # the upstream connection is closed: the model stops
             assert time.monotonic() - left < 8
-            assert _wait(lambda: app.open_streams == 0 and app._slots.acquire(False))
+            assert _wait(lambda: app.open_streams == 0)
+            assert app._slots.acquire(timeout=5)  # (released after the gauge is lowered: both are done)
             app._slots.release()
             assert app.metrics.render().count('agenthub_open_streams{model="chat"} 0') == 1
