@@ -452,6 +452,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     (``stream.Usage.output_image_tokens``) are billed at the ``output_image`` price where the price set has one,
     its audio tokens (``input_audio_tokens``, ``cached_audio_tokens``, ``output_audio_tokens``) at the
     ``input_audio``, ``cached_input_audio`` (else ``input_audio``) and ``output_audio`` prices where it has them.
+    A usage carrying images OpenAI's ``image_generation`` tool made (``stream.Usage.image_tool_calls``) is unknown
+    (None): OpenAI bills them at the image model's rates and reports no count of that.
     A price set without a write price bills writes at its input price (providers without a write
     surcharge).  Long-context prices apply to the whole request when its input (prompt + cached
     tokens) is above the model's threshold.  None when the model is unknown, has no price for the
@@ -486,6 +488,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     counts = [usage.get(key) for key in _BUCKETS]  # type: List[Any]
     if counts[0] is None and counts[1] is None and counts[2] is None and counts[3] is None:
         return None  # no count at all (a server that sent no usage): unknown, not free
+    if getattr(usage, "image_tool_calls", None):
+        return None  # images OpenAI's image_generation tool made: billed apart, counted nowhere in the usage
     for n, value in enumerate(counts):
         if value is None:
             counts[n] = 0
