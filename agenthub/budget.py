@@ -361,7 +361,8 @@ class BudgetHook(AttemptHook):
         started = getattr(getattr(attempt, "call", None), "started_ms", None)
         try:
             hold = self.budget.reserve(attempt.model, inputs, int(limit),
-                                       tier=fast_tier(attempt.model) if config.get("fast_mode") else None,
+                                       tier=fast_tier(attempt.model) if config.get("fast_mode") else getattr(
+                                           attempt, "tier", None),
                                        prompt_caching=config.get("prompt_caching"),
                                        at=started / 1000.0 if isinstance(started, int) else None,
                                        audio_tokens=heard)

@@ -42,7 +42,7 @@ PROVIDERS = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "
              "deepseek": "DeepSeek", "zai": "Z.AI", "moonshot": "Moonshot", "dashscope": "Alibaba Cloud (DashScope)",
              "minimax": "MiniMax", "openrouter": "OpenRouter"}
 #: the ``tier=`` values a row's ``tiers`` may have
-TIERS = ("priority", "flex", "fast", "peak", "off_peak")
+TIERS = ("priority", "flex", "fast", "peak", "off_peak", "regional")
 _KEYS = ("input", "cached_input", "cache_write_5m", "cache_write_1h", "output")
 _BUCKETS = ("prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens")  # (``cost`` reads them in this order)
 _NO_WRITES = {"5m": 0, "1h": 0}  # (read only)
@@ -590,6 +590,23 @@ def _standard_cost(model: str, usage: Dict[str, Any], at: Optional[float]) -> Op
             return None
         total += tokens * price
     return total / 1e6
+
+
+#: the location a Vertex AI resource names (``.../v1/projects/{project}/locations/{location}[/publishers/...]``)
+_VERTEX_LOCATION = re.compile(r"/v1/projects/[^/]+/locations/([^/?#]+)")
+
+
+def endpoint_tier(client_type: str, model: str, url: Any) -> Optional[str]:
+    """The tier an endpoint bills ``model`` at above its standard prices: ``regional`` for Claude on Vertex AI at
+    a location other than ``global`` (client type ``vertex-anthropic``) where the model's row prices that tier
+    (Sonnet 4.5 and later: a 10% premium over the global endpoint); None otherwise."""
+    if client_type != "vertex-anthropic" or not isinstance(url, str):
+        return None
+    found = _VERTEX_LOCATION.search(url)
+    if found is None or found.group(1) == "global":
+        return None
+    row = _find(model, None)
+    return "regional" if row is not None and "regional" in (row.get("tiers") or {}) else None
 
 
 def fast_tier(model: str) -> str:

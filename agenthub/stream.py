@@ -235,8 +235,9 @@ SERVICE_TIERS = {"default": "standard", "standard": "standard", "priority": "pri
 
 
 #: the tiers agenthub's serve wire names (``usage_metadata.service_tier``): the catalog's names of the tier a turn was
-#: priced at, ``fast`` too (a row whose ``default_config`` asks ``fast_mode``, its upstream saying no tier)
-CATALOG_TIERS = dict(SERVICE_TIERS, fast="fast")
+#: priced at, ``fast`` too (a row whose ``default_config`` asks ``fast_mode``, its upstream saying no tier) and
+#: ``regional`` (Claude on a Vertex AI regional endpoint: ``catalog.endpoint_tier``)
+CATALOG_TIERS = dict(SERVICE_TIERS, fast="fast", regional="regional")
 
 
 def with_service_tier(buckets: Any, said: Any, names: Mapping[str, str] = SERVICE_TIERS) -> Any:

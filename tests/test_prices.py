@@ -69,14 +69,14 @@ def test_agenthub_models_shows_limits_and_prices(capsys):
     assert main(["models", "--provider", "anthropic"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "anthropic:"
-    assert ("    claude-sonnet-5: context 1M, output ?; $2 in / 0.2 cached / 2.5 write / 10 out (+batch); "
+    assert ("    claude-sonnet-5: context 1M, output ?; $2 in / 0.2 cached / 2.5 write / 10 out (+batch, regional); "
             "? -> ?; json_schema") in out  # (its route takes a json_schema response_format: docs/workloads.md)
-    assert ("    claude-sonnet-4-6: context 1M, output 64K; $3 in / 0.3 cached / 3.75 write / 15 out (+batch); "
+    assert ("    claude-sonnet-4-6: context 1M, output 64K; $3 in / 0.3 cached / 3.75 write / 15 out (+batch, regional); "
             "text+image+pdf -> text; reasoning, tools, json_schema") in out
     assert main(["models", "--provider", "deepseek"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert ("    deepseek-v4-pro: context 1M, output 384K; $0.66 in / 0.022 cached / ? write / 1.98 out (+peak); "
-            "text -> text; reasoning, tools") in out  # (DeepSeek's endpoint takes JSON mode only)
+    assert ("    deepseek-v4-pro: context 1M, output 384K; $0.15 in / 0.003 cached / ? write / 0.6 out (+peak); "
+            "text -> text; reasoning, tools") in out  # (DeepSeek's endpoint takes JSON mode only; billed as Flash)
     assert model_line({"id": "x", "context_window": None, "max_output": 1500, "prices": None}) == (
         "x: context ?, output 1500; $? in / ? cached / ? write / ? out; ? -> ?")
 
