@@ -75,8 +75,8 @@ def test_agenthub_models_shows_limits_and_prices(capsys):
             "text+image+pdf -> text; reasoning, tools, json_schema") in out
     assert main(["models", "--provider", "deepseek"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert ("    deepseek-v4-pro: context 1M, output 384K; $0.15 in / 0.003 cached / ? write / 0.6 out (+peak); "
-            "text -> text; reasoning, tools") in out  # (DeepSeek's endpoint takes JSON mode only; billed as Flash)
+    assert ("    deepseek-v4-pro: context 1M, output 384K; $0.66 in / 0.022 cached / ? write / 1.98 out (+peak); "
+            "text -> text; reasoning, tools") in out  # (DeepSeek's endpoint takes JSON mode only)
     assert model_line({"id": "x", "context_window": None, "max_output": 1500, "prices": None}) == (
         "x: context ?, output 1500; $? in / ? cached / ? write / ? out; ? -> ?")
 

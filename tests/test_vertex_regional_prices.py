@@ -104,13 +104,16 @@ def test_the_refresh_script_adds_an_endpoint_tier_scaled_from_the_standard_price
     spec.loader.exec_module(script)
     row = {"provider": "anthropic", "id": "claude-sonnet-9", "sources": ["genai-prices"], "tiers": {},
            "prices": {"input": 3, "cached_input": 0.3, "cache_write_5m": 3.75, "cache_write_1h": None, "output": 15,
-                      "long_context": [{"above_input_tokens": 200000, "input": 6, "output": 22.5}]}}
+                      "long_context": [{"above_input_tokens": 200000, "input": 6, "cached_input": 0.6,
+                                        "cache_write_5m": 7.5, "cache_write_1h": None, "output": 22.5}]}}
     rule = {"provider": "anthropic", "models": "^claude-sonnet-9$", "tier": "regional", "factor": 1.1,
             "source": "https://example.test/vertex"}
     assert script.apply_endpoint_tiers([row], [rule]) == []
     assert row["tiers"]["regional"] == {"input": 3.3, "cached_input": 0.33, "cache_write_5m": 4.125,
                                         "cache_write_1h": None, "output": 16.5,
-                                        "long_context": [{"above_input_tokens": 200000, "input": 6.6, "output": 24.75}]}
+                                        "long_context": [{"above_input_tokens": 200000, "input": 6.6, "cached_input": 0.66,
+                                                          "cache_write_5m": 8.25, "cache_write_1h": None,
+                                                          "output": 24.75}]}
     assert row["sources"] == ["genai-prices", "overrides:endpoint_tiers"]
     assert script.apply_endpoint_tiers([row], [dict(rule, models="^nothing")]) == [
         "https://example.test/vertex: no priced anthropic model matches ^nothing"]
