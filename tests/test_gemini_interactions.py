@@ -327,6 +327,36 @@ def test_user_media_and_tool_result_images():
         build([{"role": "user", "content_items": [{"type": "tool_result", "text": "x", "tool_call_id": "nope"}]}])
 
 
+def test_an_empty_text_is_no_block_and_a_message_of_nothing_else_is_left_out_as_on_generate_content():
+    """The Gemini API refuses an empty text part (a 400); generateContent leaves it out, and so do the steps here: an
+    empty text beside other content is dropped, a user message of empty texts is left out, a result's empty text is
+    no block beside its images, and messages that leave nothing to send are a ConfigError before sending."""
+    call = {"role": "assistant", "content_items": [
+        {"type": "text", "text": ""}, {"type": "tool_call", "name": "snap", "arguments": {}, "tool_call_id": "fc_9"}]}
+    result = {"role": "user", "content_items": [
+        {"type": "text", "text": ""},
+        {"type": "tool_result", "text": "", "tool_call_id": "fc_9", "images": ["https://example.com/s.jpg"]}]}
+    later = {"role": "assistant", "content_items": [{"type": "text", "text": "A cat."}]}
+    history = [user("", "look", ""), call, result, later, user(""), later, user("and?", "")]
+    assert build(history).body["input"] == [
+        {"type": "user_input", "content": [{"type": "text", "text": "look"}]},
+        {"type": "thought", "signature": gemini.PLACEHOLDER_SIGNATURE},
+        {"type": "function_call", "id": "fc_9", "name": "snap", "arguments": {}},
+        {"type": "function_result", "call_id": "fc_9", "name": "snap", "result": [
+            {"type": "image", "uri": "https://example.com/s.jpg", "mime_type": "image/jpeg"}]},
+        {"type": "model_output", "content": [{"type": "text", "text": "A cat."}]},
+        {"type": "model_output", "content": [{"type": "text", "text": "A cat."}]},
+        {"type": "user_input", "content": [{"type": "text", "text": "and?"}]},
+    ]
+    assert gemini.build_request(Endpoint("gemini", BASE, "k"), MODEL, history[:3], {}).body["contents"][0] == {
+        "role": "user", "parts": [{"text": "look"}]}
+    with pytest.raises(ConfigError) as caught:
+        build([user("", "")])
+    assert str(caught.value) == ("gemini-interactions: the messages hold nothing this wire takes (every text in them "
+                                 "is empty, or white space alone on Claude's wires, which it leaves out): nothing was "
+                                 "sent")
+
+
 def _tool_turn():
     return collect(parse([fixture("tool_round_trip.sse")]))
 

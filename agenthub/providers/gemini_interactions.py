@@ -82,7 +82,7 @@ from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers, unfinished_document
-from ._common import INTERACTIONS_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type
+from ._common import INTERACTIONS_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, something_to_send
 
 __all__ = [
     "build_request",
@@ -243,13 +243,15 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
                 ) -> List[Dict[str, Any]]:
     """A user message as steps: its function results first (the answers to the function call steps before
     them, as on generateContent), then one user_input step with its other content, in their order (with a result's
-    media other than images: a function result holds text and images only)."""
+    media other than images: a function result holds text and images only).  An empty text is no block, as on
+    generateContent (the Gemini API refuses an empty text part, a 400); a message with nothing else is left out."""
     out = _Steps("user_input")
     results = []  # type: List[Dict[str, Any]]
     for item in message["content_items"]:
         kind = item["type"]
         if kind == "text":
-            out.content({"type": "text", "text": item["text"]})
+            if item["text"]:
+                out.content({"type": "text", "text": item["text"]})
         elif kind == "image_url":
             out.content(_url_block(client, item["image_url"]))
         elif kind == "inline_data":
@@ -268,15 +270,13 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
                 else:  # (a function result holds text and images: a document, audio or video goes after the results)
                     out.content(block)
             if images:
-                result = [{"type": "text", "text": item["text"]}] + images
+                result = ([{"type": "text", "text": item["text"]}] if item["text"] else []) + images
             step = {"type": "function_result", "call_id": call_id, "name": calls[call_id][0], "result": result}  # type: Dict[str, Any]
             if item.get("is_error"):
                 step["is_error"] = True
             results.append(step)
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             raise ConfigError("{}: a {} item cannot be sent in a user message".format(client, kind))
-    if not results and not out.steps:
-        out.content({"type": "text", "text": ""})
     return results + out.steps
 
 
@@ -385,10 +385,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     wire = None  # type: Optional[Resumed]
     placeholder = gemini.checks_signatures(model)
     if first:  # chained: only what follows the interaction it names
-        body["input"] = input_steps(client, list(messages[first:]), messages[:first], placeholder)
+        body["input"] = something_to_send(client, input_steps(client, list(messages[first:]), messages[:first],
+                                                              placeholder))
     else:  # the whole history, from the previous call's where it is that call's, unchanged
         wire = _wire_input(client, messages, prior, placeholder)
-        body["input"] = wire.items
+        body["input"] = something_to_send(client, wire.items)
     if previous:
         body["previous_interaction_id"] = previous
     body["stream"] = True
