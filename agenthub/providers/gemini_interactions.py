@@ -283,10 +283,11 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
 def input_steps(client: str, messages: List[Mapping[str, Any]],
                 history: Optional[List[Mapping[str, Any]]] = None, placeholder: bool = False) -> List[Dict[str, Any]]:
     """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``: the history read
-    from its end only as far as the results ``messages`` hold need, a call's latest occurrence winning)."""
-    calls = gemini.calls_in(list(messages))
+    from its end only as far as the results ``messages`` hold need, a result reading the latest call of its id
+    before it)."""
     wanted = {item["tool_call_id"] for message in messages if message["role"] != "assistant"
-              for item in message["content_items"] if item["type"] == "tool_result"} - set(calls)
+              for item in message["content_items"] if item["type"] == "tool_result"}
+    calls = {}  # type: Dict[str, Tuple[str, Optional[str]]]
     for index in range(len(history or ()) - 1, -1, -1):
         if not wanted:
             break
@@ -297,6 +298,7 @@ def input_steps(client: str, messages: List[Mapping[str, Any]],
     steps = []  # type: List[Dict[str, Any]]
     for message in messages:
         if message["role"] == "assistant":
+            calls.update(gemini.calls_in([message]))
             steps.extend(_assistant_steps(client, message, placeholder))
         else:
             steps.extend(_user_steps(client, message, calls))
@@ -306,8 +308,7 @@ def input_steps(client: str, messages: List[Mapping[str, Any]],
 def _wire_input(client: str, messages: List[Mapping[str, Any]], prior: Optional[Prior],
                 placeholder: bool = False) -> Resumed:
     """``input_steps(client, messages)``, from the previous call's where ``prior`` allows (as the gemini dialect's
-    contents: a function result reads the name of its call anywhere in the history, so the head is taken only
-    when no new call reuses one of its ids)."""
+    contents: a function result reads the name of the latest call of its id before it)."""
     noted = NOTES[0]
     context = (client, placeholder)
     made, calls = gemini.started_with_calls(prior, "interactions", context, messages)
@@ -315,6 +316,7 @@ def _wire_input(client: str, messages: List[Mapping[str, Any]], prior: Optional[
     for index in range(made.count, len(messages)):
         message = messages[index]
         if message["role"] == "assistant":
+            calls.update(gemini.calls_in([message]))  # (the results after it read these: the latest call of an id)
             out.extend(_assistant_steps(client, message, placeholder))
         else:
             out.extend(_user_steps(client, message, calls))
