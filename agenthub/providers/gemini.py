@@ -96,7 +96,7 @@ from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
-from ._common import (GEMINI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, media_type, refuse_mcp_servers,
+from ._common import (GEMINI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, check_still, media_type, refuse_mcp_servers,
                       something_to_send)
 
 __all__ = [
@@ -385,6 +385,7 @@ def blob_part(mime_type: str, data: Any, client: Optional[str] = None) -> Dict[s
     """Bytes as a part; with ``client`` (generateContent), an image of a type Gemini does not take is refused."""
     if client is not None:
         check_image_type(client, mime_type, GEMINI_IMAGE_TYPES, "the Gemini API")
+        check_still(client, mime_type, data, "the Gemini API")
     return {"inlineData": {"mimeType": media_type(mime_type), "data": _b64(data)}}
 
 

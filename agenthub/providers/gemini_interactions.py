@@ -82,7 +82,7 @@ from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers, unfinished_document
-from ._common import INTERACTIONS_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, something_to_send
+from ._common import INTERACTIONS_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, check_still, something_to_send
 
 __all__ = [
     "build_request",
@@ -148,6 +148,7 @@ def _media_kind(mime: str) -> str:
 def _blob_block(client: str, mime: str, data: Any) -> Dict[str, Any]:
     """Bytes as a content block; an image of a type the API does not take is refused (``INTERACTIONS_IMAGE_TYPES``)."""
     check_image_type(client, mime, INTERACTIONS_IMAGE_TYPES, "the Interactions API")
+    check_still(client, mime, data, "the Interactions API")
     return {"type": _media_kind(mime), "data": _b64(data), "mime_type": media_type(mime)}
 
 

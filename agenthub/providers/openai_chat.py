@@ -63,7 +63,7 @@ from .openai_responses import BREAKPOINT, cache_options, cache_written, check_br
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, pdf_url, request_headers, samplers,
                       to_int, unsupported)
-from ._common import OPENAI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, refuse_mcp_servers
+from ._common import OPENAI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, check_still, refuse_mcp_servers
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
@@ -209,6 +209,9 @@ def _image_part(endpoint: Endpoint, url: str) -> Dict[str, Any]:
         raise unsupported(endpoint.client_type, "image input", "is not supported by this model")
     if parsed is not None and endpoint.quirks.get("image_subset"):
         check_image_type(endpoint.client_type, parsed[0], OPENAI_IMAGE_TYPES, "Chat Completions")
+    if parsed is not None:
+        check_still(endpoint.client_type, parsed[0], parsed[1], "Chat Completions",
+                    bool(endpoint.quirks.get("image_subset")))
     return {"type": "image_url", "image_url": {"url": url}}
 
 
