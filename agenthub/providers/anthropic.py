@@ -1375,6 +1375,9 @@ def _start_block(state: _State, index: Any, start: Mapping[str, Any]) -> List[Di
     if bkind == "redacted_thinking":
         blocks[index] = _Block("redacted", start)
         return []
+    if type(bkind) is not str or not bkind:  # (no block the API sends: kept, it could never go back, and the next
+        logger.debug("a content block with no type is left out")  # turn refused the whole history)
+        return []
     # server_tool_use, *_tool_result, compaction, fallback, and block types this module does not know
     blocks[index] = _Block("server", dict(start))
     if type(start.get("input")) is dict:

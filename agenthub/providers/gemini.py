@@ -1077,6 +1077,8 @@ _PARTS = (("functionCall", _call_part), ("text", _text_part), ("inlineData", _bl
 
 def _part(state: _State, part: Dict[str, Any]) -> List[Dict[str, Any]]:
     signature = part.get("thoughtSignature")
+    if type(signature) is not str:  # (a signature is base64 text: another value could never go back, as the
+        signature = None            # Interactions parser keeps only a string; the next turn refused the history)
     for field, handler in _PARTS:
         value = part.get(field)
         if value is not None or (field == "text" and field in part):
