@@ -4,8 +4,14 @@ DeepSeek, GLM, Qwen, Kimi, ...).  ``build_request`` and ``parse_stream`` are pur
 Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 
 - ``max_tokens_field``: the body field for max_tokens (default ``max_completion_tokens``);
-- ``reasoning_field``: the field to replay foreign thinking through (default: none, so
-  thinking that did not come from a Chat server is left out of the request);
+- ``reasoning_field``: the field this server reads reasoning back from: every thinking item goes back in it,
+  whichever Chat host made it (another host's ``reasoning`` / ``reasoning_content``, or the text shown from a
+  structure the server does not read: DeepSeek and Kimi refuse a thinking-mode tool-call turn without their
+  ``reasoning_content``, OpenRouter and Ollama read ``reasoning`` alone); absent (a server not known), each
+  goes back in the field it came in, and thinking that did not come from a Chat server is left out;
+- ``reasoning_details``: the server reads OpenRouter's ``reasoning_details`` back (OpenRouter): they go back
+  whole; to another server of a known ``reasoning_field`` they (and LiteLLM's ``thinking_blocks``) go as the
+  text shown from them;
 - ``echo_reasoning_on_tool_turns``: send an empty reasoning field on assistant tool-call
   turns without thinking (DeepSeek thinking mode wants it back);
 - ``thinking``: a mapping ThinkingLevel value -> extra body fields (e.g. GLM/Kimi
@@ -58,7 +64,7 @@ from .openai_responses import BREAKPOINT, cache_options, cache_written, check_br
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, pdf_url, request_headers, samplers,
                       to_int, unsupported)
-from ._common import OPENAI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, refuse_mcp_servers
+from ._common import OPENAI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, check_still, refuse_mcp_servers
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
@@ -204,6 +210,9 @@ def _image_part(endpoint: Endpoint, url: str) -> Dict[str, Any]:
         raise unsupported(endpoint.client_type, "image input", "is not supported by this model")
     if parsed is not None and endpoint.quirks.get("image_subset"):
         check_image_type(endpoint.client_type, parsed[0], OPENAI_IMAGE_TYPES, "Chat Completions")
+    if parsed is not None:
+        check_still(endpoint.client_type, parsed[0], parsed[1], "Chat Completions",
+                    bool(endpoint.quirks.get("image_subset")))
     return {"type": "image_url", "image_url": {"url": url}}
 
 
@@ -227,7 +236,7 @@ def _wire_messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], config
     """The wire messages, from the previous call's where ``prior`` allows (what a message's mapping reads:
     the endpoint's quirks below, the system prompt, whether reasoning was sent before it)."""
     quirks = endpoint.quirks
-    context = (endpoint.client_type, quirks.get("images"), quirks.get("reasoning_field"),
+    context = (endpoint.client_type, quirks.get("images"), quirks.get("reasoning_field"), quirks.get("reasoning_details"),
                quirks.get("echo_reasoning_on_tool_turns"), config.get("system_prompt"))
     noted = NOTES[0]
     made = start(prior, "openai-chat", context, messages, prior.head if prior is not None else 0, False)
@@ -292,6 +301,8 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]
 
 def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: bool):
     quirks = endpoint.quirks
+    own = quirks.get("reasoning_field")  # the field this host reads reasoning back from (None: not known)
+    carried = ("reasoning_details",) if quirks.get("reasoning_details") else ()  # the structures it reads back
     texts = []  # type: List[str]
     refusals = []  # type: List[str]
     details = []  # type: List[Any]  # OpenRouter reasoning_details, sent back as they came
@@ -310,15 +321,23 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
             if spoken is None:
                 logger.debug("a spoken answer's audio id expired: its transcript goes back as text")
         elif kind == "thinking" and ("reasoning_details" in fidelity or "thinking_blocks" in fidelity):
-            details.extend(fidelity.get("reasoning_details") or ())
-            blocks.extend(fidelity.get("thinking_blocks") or ())
-        elif kind == "thinking" and fidelity.get("reasoning_field") in _CARRIED:
+            if own is None or "reasoning_details" in carried:  # (a host of a known field reads no thinking_blocks)
+                details.extend(fidelity.get("reasoning_details") or ())
+            if own is None:
+                blocks.extend(fidelity.get("thinking_blocks") or ())
+        elif kind == "thinking" and fidelity.get("reasoning_field") in _CARRIED and (
+                own is None or fidelity["reasoning_field"] in carried):
             pass  # shown from reasoning_details / thinking_blocks: those go back whole, from their own item
         elif kind == "thinking":
             field = fidelity.get("reasoning_field")
-            fields = [field] if field in REASONING_FIELDS else (
-                list(REASONING_FIELDS) if field == "both" else ([quirks["reasoning_field"]] if quirks.get("reasoning_field") else [])
-            )
+            if own and (field in REASONING_FIELDS or field in _CARRIED or field == "both"):
+                # another Chat host's reasoning (or this host's) goes in the field this host reads back: DeepSeek
+                # and Kimi refuse a tool-call turn of thinking mode without their reasoning_content (a 400),
+                # OpenRouter and Ollama read only reasoning; a structure this host does not read goes as its text
+                fields = [own]
+            else:
+                fields = [field] if field in REASONING_FIELDS else (
+                    list(REASONING_FIELDS) if field == "both" else ([own] if own else []))
             if not fields:
                 logger.debug("thinking from another protocol is not replayed over Chat Completions")
             for name in fields:
@@ -962,7 +981,7 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("answers_required", "echo_reasoning_on_tool_turns", "fast_mode", "image_subset", "images",
-                "max_tokens_field", "reasoning_field", "response_formats", "stream_usage", "thinking", "tool_choice",
+                "max_tokens_field", "reasoning_details", "reasoning_field", "response_formats", "stream_usage", "thinking", "tool_choice",
                 "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
     models_request=openai_models_request, parse_models=parse_data_list,
