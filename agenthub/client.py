@@ -56,7 +56,7 @@ from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
 from ._redact import secret_values, shown_url, url_query_secrets
 from ._redact import body_secrets
-from .breaker import settings as breaker_settings
+from .breaker import endpoint_name, settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_origin, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
@@ -1038,7 +1038,16 @@ class AutoLLMClient(object):
             sub = call if entry is self else entry._call_for(call)
             return entry._attempts_here(sub, watch, hooks, deadline, whole_call=False)
 
-        return Route(entry._route(), (entry.client_type, circuit_host(entry.base_url), entry.model), hooks, attempts)
+        return Route(entry._route(), entry._circuit(), hooks, attempts)
+
+    def _circuit(self) -> Tuple[str, str, str]:
+        """The key of this client's circuit breaker (``agenthub.breaker``): its client type, endpoint (host and port,
+        the base URL's path, a mark of its credentials: ``breaker.endpoint_name``) and model."""
+        from urllib.parse import urlsplit
+
+        url = self.base_url
+        return self.client_type, endpoint_name(circuit_host(url), urlsplit(url).path if isinstance(url, str) else "",
+                                               self.credential_values()), self.model
 
     def _call_for(self, call: Attempt) -> Attempt:
         """The primary's call as this fallback client sends it: the same messages and config, its own request.
