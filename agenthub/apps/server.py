@@ -84,6 +84,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from ..errors import (AgentHubError, AuthenticationError, BudgetExceededError, ConfigError, ServerError, StreamError,
                      TransportError, UnsupportedParameterError, UpstreamError, error_to_json)
 from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
+from .._redact import scrub_text
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from ..telemetry import continue_trace  # an incoming traceparent continues in the upstream call (a no-op uninstrumented)
 from ._sockets import ConnectionLimit, DeadlineReader, busy_answer, peer_closed
@@ -739,10 +740,7 @@ class AgentHubApp(object):
 
     # -- answers -----------------------------------------------------------------------------
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
+        return scrub_text(text, self._secrets)  # (what a cut left of one too)
 
     def _error_bytes(self, error: BaseException) -> bytes:
         return self._scrub(json.dumps(error_to_json(_public(error)), separators=(",", ":"),
