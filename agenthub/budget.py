@@ -114,6 +114,12 @@ class Budget(object):
         renew_lock_after_fork(self)
 
     @property
+    def account(self) -> Any:
+        """The account this budget draws from (``Store.account``): another Budget of the same store and key draws
+        from it too, and a failover call holds and settles once on it, whichever budgets its routes name."""
+        return self.store.account(self.key)
+
+    @property
     def spent_usd(self) -> float:
         return self.store.budget_totals(self.key)[0]
 

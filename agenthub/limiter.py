@@ -248,6 +248,12 @@ class RateLimiter(object):
         self.tokens = 0
         self.pauses = 0
 
+    @property
+    def account(self) -> Any:
+        """The shared pace this limiter draws from (``Store.account``; None: this object's own, in this process): a
+        failover call books one slot per attempt on it, whichever limiters its routes name."""
+        return None if self.store is None else self.store.account(self.key)
+
     def __repr__(self) -> str:
         if self.store is not None:
             return "RateLimiter(rpm={}, tpm={}, store={!r}, key={!r})".format(self.rpm, self.tpm, self.store.url,
