@@ -319,7 +319,8 @@ class AutoLLMClient(object):
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host", "_checked", "_checked_history"):
+        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host", "_checked", "_checked_history",
+                     "_circuit_key"):  # (the breaker's mark of the credentials is this process's)
             state.pop(name, None)
         return state
 
@@ -1042,12 +1043,17 @@ class AutoLLMClient(object):
 
     def _circuit(self) -> Tuple[str, str, str]:
         """The key of this client's circuit breaker (``agenthub.breaker``): its client type, endpoint (host and port,
-        the base URL's path, a mark of its credentials: ``breaker.endpoint_name``) and model."""
-        from urllib.parse import urlsplit
+        the base URL's path, a mark of its credentials: ``breaker.endpoint_name``) and model.  Made once (each
+        call of a client with fallbacks reads it for every route); a copy in another process makes its own."""
+        key = self.__dict__.get("_circuit_key")
+        if key is None:
+            from urllib.parse import urlsplit
 
-        url = self.base_url
-        return self.client_type, endpoint_name(circuit_host(url), urlsplit(url).path if isinstance(url, str) else "",
-                                               self.credential_values()), self.model
+            url = self.base_url
+            key = self._circuit_key = (self.client_type, endpoint_name(
+                circuit_host(url), urlsplit(url).path if isinstance(url, str) else "", self.credential_values()),
+                self.model)
+        return key
 
     def _call_for(self, call: Attempt) -> Attempt:
         """The primary's call as this fallback client sends it: the same messages and config, its own request.
