@@ -384,7 +384,7 @@ class BudgetHook(AttemptHook):
             self._accepted.discard(id(attempt))
             hold = self._holds.pop(id(attempt), None)
         if hold is not None:  # counted whole, as this attempt's own cost; the next attempt holds anew
-            _cut_cost(attempt, hold.settle(None))
+            _cut_cost(attempt, hold.settle(_billed(error)))
 
     def _cut(self, attempt: Any, error: Any) -> bool:
         """Did ``attempt`` end without its answer after the provider accepted it (billed, for an unknown sum)?
@@ -421,6 +421,16 @@ class BudgetHook(AttemptHook):
                 _cut_cost(attempt, charged)
         else:
             hold.release()  # failed before the provider took it, or the provider said it failed: nothing billed
+
+
+def _billed(error: Any) -> Optional[Mapping[str, Any]]:
+    """The usage of a turn that ended without an answer but whose usage came with it (an EmptyResponseError: the
+    provider finished it, and billed it, with nothing to keep): what it is settled at, instead of its whole hold;
+    None for a cut (what was billed is unknown)."""
+    from .errors import EmptyResponseError
+
+    usage = getattr(error, "usage_metadata", None) if isinstance(error, EmptyResponseError) else None
+    return usage if isinstance(usage, Mapping) else None
 
 
 def _cut_cost(attempt: Any, usd: float) -> None:
