@@ -881,13 +881,14 @@ class AgentHubApp(object):
         self._slots.release()
 
     def _ended(self, model: "_Model", stream: Any = None) -> Callable[[Any, Optional[BaseException]], None]:
-        """What the pump reports when the upstream is done: the answer's usage (metrics), or the error."""
+        """What the pump reports when the upstream is done: the answer's usage (metrics), and the error."""
         upstream_model = model.client.model
 
         def ended(last: Any, error: Optional[BaseException]) -> None:
             if error is not None:
                 self.metrics.error(model.id, error)
-            elif isinstance(last, dict) and last.get("event_type") == "stop":
+            if isinstance(last, dict) and last.get("event_type") == "stop":  # (an answer, billed: counted even when
+                # the call failed after it, a budget's store that could not settle it, say)
                 call = getattr(stream, "_call", None)  # (priced as the call: its start, a cache hit, its tier)
                 route = getattr(call, "route", None)  # priced as the model that answered (a fallback row's, say)
                 answered = str(route["model"]) if isinstance(route, dict) and route.get("model") else upstream_model
