@@ -171,6 +171,21 @@ class ResponseStream(itertools.chain, _EventGenerator):  # type: ignore[misc]
         return "<ResponseStream{}>".format(" aborted" if self.aborted else "")
 
 
+def _check_priced(fallbacks: Sequence["AutoLLMClient"]) -> None:
+    """A budget (without ``allow_unpriced``) holds every attempt of a call, a fallback's too: a fallback the catalog
+    has no price for would be refused (a ConfigError) on every turn failed over to it, only while the primary is
+    down.  Said when the client is made instead."""
+    from .budget import worst_case_usd
+
+    for entry in fallbacks:
+        if worst_case_usd(entry.model, 0, 0) is None:
+            raise ConfigError(
+                "fallbacks entry {!r} ({}) has no list price in the catalog: the budget cannot bound what a turn there "
+                "costs, so it would refuse every turn failed over to it, while the primary is down; give a priced "
+                "model, or Budget(max_usd, allow_unpriced=True) to let it run uncounted".format(
+                    entry.model[:80], entry.client_type))
+
+
 # -- the client -----------------------------------------------------------------------------------
 
 
@@ -308,6 +323,8 @@ class AutoLLMClient(object):
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
+        if budget is not None and not budget.allow_unpriced:
+            _check_priced(self._fallbacks)
         self._fallback_on = _error_classes(fallback_on)
         self._breaker = breaker_settings(circuit_breaker)
         self._dialect = self._protocol.name  # the wire dialect (agenthub.foreign converts history for it)

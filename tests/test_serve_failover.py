@@ -203,3 +203,25 @@ def test_rows_drawing_from_one_shared_account_count_a_failed_over_turn_once(upst
         assert (team.requests, round(team.spent_usd, 12), team.reserved_usd) == (2 - 1, round(answer, 12), 0.0)
     else:  # the primary's attempt and the fallback's took a slot each, both through the called row's limiter
         assert [app.models[row].client.limiter.requests for row in ("claude", "chat")] == [2, 0]
+
+
+def test_a_budget_row_whose_fallback_has_no_price_is_refused_when_the_app_is_made(upstreams):
+    """A row with a budget (without allow_unpriced) and a fallback the catalog has no price for: every turn failed
+    over to it would be refused by the budget (a 400 ConfigError, the answer lost) exactly while the primary is down;
+    the config is refused when the app is made instead.  With allow_unpriced the fallback answers, uncounted."""
+    first, second = upstreams
+    models = [dict(rows(first, second)[0], budget={"max_usd": 1}), rows(first, second)[1]]  # chat: "backup-model"
+    with pytest.raises(ConfigError) as info:
+        make_app({"models": models, "api_keys": [KEY]}, environ={})
+    assert str(info.value) == (
+        "server config models[0] ('claude'): fallbacks entry 'backup-model' (openai-chat) has no list price in the "
+        "catalog: the budget cannot bound what a turn there costs, so it would refuse every turn failed over to it, "
+        "while the primary is down; give a priced model, or Budget(max_usd, allow_unpriced=True) to let it run "
+        "uncounted")
+    first.routes["ant"] = OVERLOADED
+    second.routes["chat"] = Route(chat_stream("from ", "the fallback"))
+    models[0]["budget"] = {"max_usd": 1, "allow_unpriced": True}
+    app = make_app({"models": models, "api_keys": [KEY]}, environ={})
+    with Builtin(app) as server:
+        assert text_of(stream(server.url, "claude")) == "from the fallback"
+    assert app.models["claude"].client.budget.spent_usd == 0.0
