@@ -149,12 +149,35 @@ def scrub_cut(text: str, secrets: Iterable[str]) -> str:
     parts = text.split(CUT_MARKER)
     for n, part in enumerate(parts):
         if n:  # after a marker: a secret's tail may start it
-            tail = max((len(s) - k for s in values for k in range(1, len(s) - MIN_CUT_PIECE + 1)
-                        if part.startswith(s[k:])), default=0)
+            tail = max([_tail_of(secret, part) for secret in values])
             part = "***" + part[tail:] if tail else part
-        head = max((k for s in values for k in range(MIN_CUT_PIECE, len(s)) if part.endswith(s[:k])), default=0)
+        head = max([_head_of(secret, part) for secret in values])
         parts[n] = part[:len(part) - head] + "***" if head else part
     return CUT_MARKER.join(parts)
+
+
+def _head_of(secret: str, text: str) -> int:
+    """The length of the longest proper head of ``secret`` (``MIN_CUT_PIECE`` characters or more) ending ``text``."""
+    lead = secret[:MIN_CUT_PIECE]
+    at = text.find(lead, max(0, len(text) - len(secret) + 1))  # (each place the head may begin: its first characters)
+    while at != -1:
+        if secret.startswith(text[at:]):
+            return len(text) - at
+        at = text.find(lead, at + 1)
+    return 0
+
+
+def _tail_of(secret: str, text: str) -> int:
+    """The length of the longest proper tail of ``secret`` (``MIN_CUT_PIECE`` characters or more) starting ``text``."""
+    lead = text[:MIN_CUT_PIECE]
+    if len(lead) < MIN_CUT_PIECE:
+        return 0
+    at = secret.find(lead, 1)
+    while at != -1:
+        if text.startswith(secret[at:]):
+            return len(secret) - at
+        at = secret.find(lead, at + 1)
+    return 0
 
 
 def url_query_secrets(url: Any) -> List[str]:
