@@ -158,6 +158,8 @@ class Attempt(object):
     after a crash, ``AutoLLMClient._reattach``; None otherwise), ``routes_left`` (on the
     call: how many failover routes come after the one being tried; 0 on the last route, or with no
     fallbacks: a rate limiter's pause of this endpoint sends a call that has somewhere else to go there),
+    ``tier`` (the catalog tier the route's endpoint bills at above the model's standard prices,
+    ``catalog.endpoint_tier``: ``regional`` for Claude on a Vertex AI regional endpoint; None otherwise),
     ``cut_usd`` (None, or what a Budget counted for attempts the provider accepted that brought no answer: cut,
     timed out or aborted after their 2xx head, each at its whole hold, since what the provider billed for
     them is unknown; on the call: every route's).
@@ -173,7 +175,8 @@ class Attempt(object):
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised", "rejected")
+                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised", "rejected",
+                 "tier")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
@@ -212,6 +215,7 @@ class Attempt(object):
         self.routes_left = 0
         self.cut_usd = None  # type: Optional[float]
         self.rejected = False
+        self.tier = None  # type: Optional[str]  # the catalog tier the route's endpoint bills at (Vertex AI regional)
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""

@@ -1,7 +1,8 @@
 """Spending limits: ``agenthub.Budget(max_usd)``, shared by any number of clients and threads.
 
 Before each request the worst case is reserved: its input (counted, or the local estimate of
-``estimate_tokens``; its audio items at the model's audio input price, where it has one) plus ``max_tokens`` of
+``estimate_tokens``; its audio items at the model's audio input price, where it has one; the model's whole
+context window when an audio item's bytes do not say how long it lasts) plus ``max_tokens`` of
 output (all of it image or audio tokens, on a model whose image or audio output has its own price), at the
 model's list prices from the catalog
 (the dearest way the input may be billed: plain input, or written to the prompt cache where the
@@ -351,16 +352,26 @@ class BudgetHook(AttemptHook):
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
         inputs = estimate_tokens(attempt.messages or (), config)
-        from .catalog import fast_tier
-        from .estimate import audio_tokens
+        from .catalog import fast_tier, find_model
+        from .estimate import audio_tokens, unknown_audio
 
+        heard = min(audio_tokens(attempt.messages or ()), inputs)
+        if unknown_audio(attempt.messages or ()):
+            # audio whose bytes do not say how long it lasts (a format whose headers agenthub does not read): it may
+            # bill up to the model's whole input, so that is held (at the audio price), never a flat guess
+            row = find_model(attempt.model)
+            window = row.get("context_window") if row else None
+            if isinstance(window, int) and window > inputs:
+                heard += window - inputs
+                inputs = window
         started = getattr(getattr(attempt, "call", None), "started_ms", None)
         try:
             hold = self.budget.reserve(attempt.model, inputs, int(limit),
-                                       tier=fast_tier(attempt.model) if config.get("fast_mode") else None,
+                                       tier=fast_tier(attempt.model) if config.get("fast_mode") else getattr(
+                                           attempt, "tier", None),
                                        prompt_caching=config.get("prompt_caching"),
                                        at=started / 1000.0 if isinstance(started, int) else None,
-                                       audio_tokens=min(audio_tokens(attempt.messages or ()), inputs))
+                                       audio_tokens=heard)
         except BudgetExceededError as exc:
             if not from_catalog:
                 raise

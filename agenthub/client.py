@@ -63,8 +63,9 @@ from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolE
 from .foreign import RESULTS_NEXT, for_dialect, for_dialect_resumed, results_next_to_calls
 from .providers import DIALECTS
 from .providers._common import Endpoint, Prior, apply_extras
+from .catalog import endpoint_tier
 from .sse import DEFAULT_MAX_LINE_BYTES
-from .stream import Collector, collect, drive, now_ms
+from .stream import CATALOG_TIERS, Collector, StreamEnd, collect, drive, now_ms, with_service_tier
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
 from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_choice_has_tools,
                        check_tool_pairs, check_distinct_header_names,
@@ -82,6 +83,15 @@ MAX_MODEL_PAGES = 100
 LONGRUN_KEYS = ("background", "compaction")
 # BACKOFF_BASE, BACKOFF_CAP and RETRY_AFTER_CAP are agenthub.attempts' (read and set through this module too:
 # ``client.BACKOFF_BASE = 0`` still works, see the end of this module)
+
+
+def _billed_at(parts: Iterator[Any], tier: str) -> Iterator[Any]:
+    """A parser's parts, its StreamEnd's usage carrying the catalog tier the endpoint bills at (``Usage.service_tier``:
+    ``catalog.endpoint_tier``) unless the answer says one."""
+    for part in parts:
+        if type(part) is StreamEnd and isinstance(part.usage, dict) and getattr(part.usage, "service_tier", None) is None:
+            part.usage = with_service_tier(part.usage, tier, CATALOG_TIERS)
+        yield part
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
@@ -843,6 +853,7 @@ class AutoLLMClient(object):
             hooks = merge_hooks(hooks, entry._hooks)
         call = Attempt("stream", entry.client_type, entry.model, request, messages, config, route=entry._route(),
                        server=url_server(entry._endpoint.base_url), provider=entry._provider)
+        call.tier = endpoint_tier(entry.client_type, entry.model, entry._endpoint.base_url)
         if reattach is None:
             events = self._attempts(call, watch, hooks)
         else:  # the GET of a response the endpoint that started it keeps: on that endpoint only (no failover),
@@ -913,10 +924,12 @@ class AutoLLMClient(object):
             return self._background(call, watch, hooks, deadline, whole_call)
 
         events_timeout = Timeout.of(self.timeout).events
+        tier = call.tier  # the tier this endpoint bills at (Claude on a Vertex AI regional endpoint)
 
         def read(body: Any) -> Iterator[UniEvent]:
             stamp = [now_ms()]  # the time the bytes being parsed were read: each event's created_at
-            return drive(protocol.read(body, client, max_line_bytes, document, stamp, events_timeout), client, stamp)
+            parts = protocol.read(body, client, max_line_bytes, document, stamp, events_timeout)
+            return drive(parts if tier is None else _billed_at(parts, tier), client, stamp)
 
         return self._run(call, watch, protocol, read, hooks=hooks, deadline=deadline, whole_call=whole_call)
 
@@ -1079,9 +1092,11 @@ class AutoLLMClient(object):
         messages = list(call.messages or [])
         config = {key: value for key, value in (call.config or {}).items()
                   if key not in ("extra_headers", "extra_body")}
-        return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
-                       messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url),
-                       provider=self._provider)
+        routed = Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
+                         messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url),
+                         provider=self._provider)
+        routed.tier = endpoint_tier(self.client_type, self.model, self._endpoint.base_url)
+        return routed
 
     def credential_values(self) -> List[str]:
         """What this client's requests carry as credentials, never to be shown (a log, a trace, an error):

@@ -534,6 +534,79 @@ def apply_tier_days(rows, rules):
     return problems
 
 
+def apply_billed_as(rows, rules, day):
+    """Models the vendor bills at another model's prices from a date (``billed_as``: each a dated rule with its
+    page, the models it covers, a regular expression, the model whose prices they take and the date, 00:00 UTC):
+    a retired model whose requests the vendor now serves with, and bills as, its successor.  Each such row takes
+    the other row's price sets (standard, batch, tiers): from the snapshot's ``day`` on when the date is past (the
+    snapshot's prices are those in force on its day), else as a scheduled change from that date; -> the problems
+    (a rule that covers no model, or names no priced model)."""
+    problems = []
+    index = {(row["provider"], row["id"]): row for row in rows}
+    for rule in rules:
+        pattern = re.compile(rule["models"])
+        target = index.get((rule["provider"], rule["billed_as"]))
+        if target is None or not target.get("prices"):
+            problems.append("{}: no priced {} model {}".format(rule["source"], rule["provider"], rule["billed_as"]))
+            continue
+        matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
+                   and row is not target]
+        if not matched:
+            problems.append("{}: no {} model matches {}".format(rule["source"], rule["provider"], rule["models"]))
+        for row in matched:
+            change = {"from": rule["from"], "prices": json.loads(json.dumps(target["prices"])),
+                      "batch": json.loads(json.dumps(target.get("batch"))),
+                      "tiers": json.loads(json.dumps(target.get("tiers") or {}))}
+            if rule["from"] <= day.isoformat():
+                row.update(prices=change["prices"], batch=change["batch"], tiers=change["tiers"])
+                row.pop("scheduled", None)  # (the changes after the snapshot's day: the other row's)
+                if target.get("scheduled"):
+                    row["scheduled"] = json.loads(json.dumps(target["scheduled"]))
+            else:
+                kept = [old for old in row.get("scheduled") or () if old["from"] < rule["from"]]
+                row["scheduled"] = kept + [change]
+            if "overrides:billed_as" not in row["sources"]:
+                row["sources"] = row["sources"] + ["overrides:billed_as"]
+    return problems
+
+
+def _scaled(prices, factor):
+    """A price set (and its long-context levels) with every price times ``factor`` (6 decimals)."""
+    out = {}
+    for key, value in prices.items():
+        if key == "long_context":
+            out[key] = [_scaled(level, factor) for level in value]
+        elif key in ("above_input_tokens", "utc_windows", "utc_days") or not isinstance(value, (int, float)):
+            out[key] = value
+        else:
+            out[key] = round(value * factor, 6)
+    return out
+
+
+def apply_endpoint_tiers(rows, rules):
+    """Prices a host charges above the model's own on some of its endpoints (``endpoint_tiers``: each a dated rule
+    with its page, the models it covers, a regular expression, the tier's name and its factor of the standard
+    prices): that tier on every model a rule covers, the standard prices (long-context levels included) times the
+    factor; -> the problems (a rule that covers no priced model)."""
+    problems = []
+    for rule in rules:
+        pattern = re.compile(rule["models"])
+        matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
+                   and row.get("prices")]
+        if not matched:
+            problems.append("{}: no priced {} model matches {}".format(rule["source"], rule["provider"],
+                                                                     rule["models"]))
+        for row in matched:
+            row["tiers"] = dict(row.get("tiers") or {}, **{rule["tier"]: _scaled(row["prices"], rule["factor"])})
+            for change in row.get("scheduled") or ():
+                if change.get("prices"):
+                    change["tiers"] = dict(change.get("tiers") or row.get("tiers") or {},
+                                           **{rule["tier"]: _scaled(change["prices"], rule["factor"])})
+            if "overrides:endpoint_tiers" not in row["sources"]:
+                row["sources"] = row["sources"] + ["overrides:endpoint_tiers"]
+    return problems
+
+
 def _set_at(row, label):
     """The price set ``label`` names on ``row``: ``batch`` or ``tiers.<name>``."""
     if label == "batch":
@@ -681,6 +754,14 @@ def snapshot(day):
     problems = apply_tier_days(rows, tier_days)
     if problems:
         raise SystemExit("scripts/catalog_overrides.json, tier_days:\n  " + "\n  ".join(problems))
+    endpoint_tiers = hand_kept.get("endpoint_tiers") or []
+    problems = apply_endpoint_tiers(rows, endpoint_tiers)
+    if problems:
+        raise SystemExit("scripts/catalog_overrides.json, endpoint_tiers:\n  " + "\n  ".join(problems))
+    billed_as = hand_kept.get("billed_as") or []
+    problems = apply_billed_as(rows, billed_as, day)
+    if problems:
+        raise SystemExit("scripts/catalog_overrides.json, billed_as:\n  " + "\n  ".join(problems))
     problems = check_cache_writes(rows, hand_kept.get("cache_write_checks") or [])
     if problems:
         raise SystemExit("the sources disagree with the vendors' cache-write prices (scripts/catalog_overrides.json, "
@@ -729,6 +810,14 @@ def snapshot(day):
             _rules_source("tier_days", tier_days, ("provider", "models", "tier", "utc_days", "taken", "source"),
                           "utc_days: the UTC weekdays a time-of-day tier's windows apply on, where the vendor "
                           "prices some days apart (a row so marked names overrides:tier_days in its sources)"),
+            _rules_source("endpoint_tiers", endpoint_tiers, ("provider", "models", "tier", "factor", "taken", "source"),
+                          "a tier a host bills on some of its endpoints above the standard prices (Claude on Vertex "
+                          "AI's regional endpoints: tier regional), the standard prices times its factor (a row so "
+                          "priced names overrides:endpoint_tiers in its sources)"),
+            _rules_source("billed_as", billed_as, ("provider", "models", "billed_as", "from", "taken", "source"),
+                          "a retired model the vendor serves with, and bills as, another from a date: its row's "
+                          "scheduled change to that model's prices (a row so priced names overrides:billed_as in "
+                          "its sources)"),
         ],
         "providers": provider_info,
     }

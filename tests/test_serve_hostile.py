@@ -181,6 +181,18 @@ def _call(app, body=BODY, **extra):
     return statuses[0], result
 
 
+def _all_slots_free(app, timeout=5.0):
+    """Every one of the app's stream slots can be taken (within ``timeout``): they are given back at once."""
+    taken = 0
+    try:
+        while taken < app.max_concurrent_streams and app._slots.acquire(timeout=timeout):
+            taken += 1
+        return taken == app.max_concurrent_streams
+    finally:
+        for _ in range(taken):
+            app._slots.release()
+
+
 def _wait(condition, timeout=5.0):
     deadline = time.monotonic() + timeout
     while not condition() and time.monotonic() < deadline:
@@ -246,8 +258,7 @@ def test_a_client_that_stops_reading_is_cut_off_by_the_write_timeout(site):
         # the client reads no more; the server's write blocks, then times out
         assert _wait(lambda: up.closed > closed, timeout=15), "the upstream stream was not closed"
         assert _wait(lambda: app.open_streams == 0, timeout=5)
-        assert app._slots.acquire(False)  # every slot is free again
-        app._slots.release()
+        assert _all_slots_free(app)  # every slot is free again
     finally:
         sock.close()
 
@@ -484,7 +495,7 @@ def test_a_client_that_leaves_while_the_upstream_is_silent_ends_the_stream_at_on
     so.  (keepalive_seconds is 30 here; the upstream holds the connection at most 20 s of its own.)"""
     with Upstream() as up:
         up.routes["chat"] = Route(chat_sse(1, end=False) if events else b": thinking\n\n", hold=True)
-        app = app_for(up, keepalive_seconds=30, max_concurrent_streams=1)  # (its one slot free: the stream ended)
+        app = app_for(up, keepalive_seconds=30)
         with Builtin(app) as server:
             if not events:  # (the head comes with the first keep-alive or event: the client leaves before either)
                 host, port = server.server.server_address[:2]
@@ -498,8 +509,7 @@ def test_a_client_that_leaves_while_the_upstream_is_silent_ends_the_stream_at_on
             assert up.wait_closed(1, timeout=8)  # the upstream connection is closed: the model stops
             assert time.monotonic() - left < 8
             assert _wait(lambda: app.open_streams == 0)
-            assert app._slots.acquire(timeout=5)  # (released after the gauge is lowered: both are done)
-            app._slots.release()
+            assert _all_slots_free(app)  # (the slot is given back after the gauge is lowered: both are done)
             assert app.metrics.render().count('agenthub_open_streams{model="chat"} 0') == 1
 
 

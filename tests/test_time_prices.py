@@ -74,7 +74,7 @@ def test_deepseek_peak_hours_are_weekday_hours(monkeypatch, upstream):
     """DeepSeek's pricing page (https://api-docs.deepseek.com/quick_start/pricing, read 2026-12-07 from copies):
     "Peak hours are 01:00 - 04:00 and 06:00 - 10:00 UTC, Monday through Friday"; Saturday and Sunday are
     off-peak all day (since 2026-08-23).  Every hour of a weekend was priced at the peak, twice the bill."""
-    pro = (1000 * 0.66 + 500 * 1.98) / 1e6  # deepseek-v4-pro off-peak; its peak is twice that
+    pro = OFF_PEAK  # deepseek-v4-pro (billed as deepseek-flash since 2026-09-14) off-peak; its peak is twice that
     for day, name in ((11, "Fri"), (12, "Sat"), (13, "Sun"), (14, "Mon")):
         weekday = name not in ("Sat", "Sun")
         for hhmm in ("01:00", "02:41", "06:00", "09:59"):
@@ -269,3 +269,58 @@ def test_a_response_cache_hit_costs_nothing_on_every_path(monkeypatch, upstream,
         assert budget.spent_usd == 0.0
     finally:
         cache.close()
+
+
+def test_a_retired_deepseek_model_is_priced_as_the_model_that_now_answers_and_bills_it(monkeypatch, upstream):
+    """DeepSeek routes every deepseek-v4-pro request to V4.1 Flash and bills it at the Flash price from 2026-09-14
+    (api-docs.deepseek.com): the catalog priced it at V4 Pro's 0.66 / 1.98 (4.4 times the bill; its peak 1.32 /
+    3.96), a Budget held and charged that; it is deepseek-flash's price (the snapshot's prices are those in force
+    on its day)."""
+    pro = {"cached_tokens": 0, "prompt_tokens": 1000, "thoughts_tokens": 0, "response_tokens": 500}
+    assert cost("deepseek-v4-pro", pro, at=utc("12:00", day=5)) == pytest.approx(OFF_PEAK, rel=1e-12)  # a Saturday
+    assert cost("deepseek-v4-pro", pro, at=utc("07:00", day=7)) == pytest.approx(PEAK, rel=1e-12)  # Monday, peak
+    from agenthub.catalog import find_model
+
+    assert find_model("deepseek-v4-pro")["prices"] == find_model("deepseek-flash")["prices"]
+    assert find_model("deepseek-v4-pro")["tiers"] == find_model("deepseek-flash")["tiers"]
+    assert "overrides:billed_as" in find_model("deepseek-v4-pro")["sources"]
+    fix_clock(monkeypatch, "12:00")
+    assert worst_case_usd("deepseek-v4-pro", 1000, 500) == pytest.approx(PEAK, rel=1e-12)  # (the dearer tier held)
+    budget = Budget(1.0)
+    AutoLLMClient("deepseek-v4-pro", client_type="openai-chat", base_url=upstream.url + "/ds/v1",
+                  api_key="sk-test-0123456789", max_retries=0, budget=budget).response(MESSAGES, {"max_tokens": 500})
+    assert budget.spent_usd == pytest.approx(OFF_PEAK, rel=1e-12)
+
+
+def test_the_refresh_script_prices_a_model_billed_as_another_from_its_date():
+    import importlib.util
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("refresh_catalog", os.path.join(root, "scripts", "refresh_catalog.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    flash = {"provider": "deepseek", "id": "deepseek-flash", "sources": ["genai-prices"], "prices": {"input": 1},
+             "batch": None, "tiers": {"peak": {"input": 2}}}
+    pro = {"provider": "deepseek", "id": "deepseek-pro", "sources": ["genai-prices"], "prices": {"input": 5},
+           "batch": None, "tiers": {}, "scheduled": [{"from": "2026-01-01", "prices": {"input": 4}},
+                                                     {"from": "2026-12-01", "prices": {"input": 6}}]}
+    rule = {"provider": "deepseek", "models": "^deepseek-pro$", "billed_as": "deepseek-flash", "from": "2026-09-14",
+            "source": "https://example.test/news"}
+    import copy
+    import datetime
+
+    later = copy.deepcopy(pro)
+    assert script.apply_billed_as([flash, later], [rule], datetime.date(2026, 9, 1)) == []  # (a snapshot before it)
+    assert later["prices"] == {"input": 5} and later["scheduled"] == [
+        {"from": "2026-01-01", "prices": {"input": 4}},  # (one after the date is superseded)
+        {"from": "2026-09-14", "prices": {"input": 1}, "batch": None, "tiers": {"peak": {"input": 2}}}]
+    assert later["sources"] == ["genai-prices", "overrides:billed_as"] and "scheduled" not in flash
+    assert script.apply_billed_as([flash, pro], [rule], datetime.date(2026, 12, 7)) == []  # (the date is past)
+    assert (pro["prices"], pro["batch"], pro["tiers"], "scheduled" in pro) == (
+        {"input": 1}, None, {"peak": {"input": 2}}, False)
+    day = datetime.date(2026, 12, 7)
+    assert script.apply_billed_as([flash, pro], [dict(rule, models="^nothing")], day) == [
+        "https://example.test/news: no deepseek model matches ^nothing"]
+    assert script.apply_billed_as([flash, pro], [dict(rule, billed_as="deepseek-none")], day) == [
+        "https://example.test/news: no priced deepseek model deepseek-none"]

@@ -422,7 +422,8 @@ def _with_usage_extras(event: Any, asked: Optional[str] = None) -> Any:
     """The items and runs wires (the agenthub client's), for a stop event: its usage_metadata with what the
     upstream reported beside the four buckets, the prompt-cache writes (``stream.Usage.cache_write`` and
     ``cache_write_1h``), the image tokens of the output (``Usage.output_image_tokens``), the audio tokens
-    (``Usage.input_audio_tokens``, ``cached_audio_tokens``, ``output_audio_tokens``) and the service tier
+    (``Usage.input_audio_tokens``, ``cached_audio_tokens``, ``output_audio_tokens``), the images OpenAI's
+    image_generation tool made (``Usage.image_tool_calls``: the turn's price unknown) and the service tier
     that served it (``Usage.service_tier``; where the upstream said none, ``asked``: the tier the call asked
     for, a row's ``default_config`` ``fast_mode`` the client never sent), under those names, so the client prices the turn as this server does; as it is when there are none
     (and for every other client: the data model's four buckets)."""
@@ -431,7 +432,8 @@ def _with_usage_extras(event: Any, asked: Optional[str] = None) -> Any:
     if extra["service_tier"] is None and isinstance(usage, dict):
         extra["service_tier"] = asked
     counts = {name: getattr(usage, name, None) for name in ("output_image_tokens", "input_audio_tokens",
-                                                             "cached_audio_tokens", "output_audio_tokens")}
+                                                             "cached_audio_tokens", "output_audio_tokens",
+                                                             "image_tool_calls")}
     counts = {name: count for name, count in counts.items() if count is not None}
     if counts:
         extra.update(counts)

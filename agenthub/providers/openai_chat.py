@@ -45,6 +45,7 @@ replayed).
 
 import logging
 import re
+import time
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from ..errors import StreamProtocolError, upstream_error
@@ -297,11 +298,17 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
     blocks = []  # type: List[Any]  # LiteLLM thinking_blocks, likewise
     reasoning = {}  # type: Dict[str, List[str]]
     tool_calls = []  # type: List[Dict[str, Any]]
+    spoken = _spoken(message["content_items"])  # a spoken answer's audio id, while it may be sent back
     for item in message["content_items"]:
         kind = item["type"]
         fidelity = item.get("fidelity") or {}
         if kind == "text":
+            if spoken is not None and fidelity.get("audio_transcript"):
+                continue  # the audio goes back by its id: its transcript is part of it
             (refusals if fidelity.get("refusal") else texts).append(item["text"])
+        elif kind == "inline_data" and fidelity.get("audio_id"):
+            if spoken is None:
+                logger.debug("a spoken answer's audio id expired: its transcript goes back as text")
         elif kind == "thinking" and ("reasoning_details" in fidelity or "thinking_blocks" in fidelity):
             details.extend(fidelity.get("reasoning_details") or ())
             blocks.extend(fidelity.get("thinking_blocks") or ())
@@ -328,6 +335,10 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
         else:
             left_out(kind, 'Chat Completions')
     wire = {"role": "assistant", "content": "".join(texts) if texts or not tool_calls else None}  # type: Dict[str, Any]
+    if spoken is not None:
+        if not texts and not tool_calls:
+            del wire["content"]  # (OpenAI's audio guide sends the id alone)
+        wire["audio"] = {"id": spoken}
     if refusals:
         wire["refusal"] = "".join(refusals)
     if details:
@@ -341,6 +352,21 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
         if not reasoning and quirks.get("echo_reasoning_on_tool_turns") and echo_reasoning:
             wire[quirks.get("reasoning_field", "reasoning_content")] = ""
     return wire, bool(reasoning)
+
+
+def _spoken(items: Any) -> Optional[str]:
+    """The id of the audio an assistant message spoke (an inline_data item of a Chat answer, ``audio_id`` in its
+    fidelity) when it may still be sent back: its ``expires_at`` not past (OpenAI keeps it an hour for multi-turn
+    use; after that the id is refused and the transcript goes back as text); None otherwise."""
+    for item in items:
+        fidelity = item.get("fidelity") if item.get("type") == "inline_data" else None
+        said = fidelity.get("audio_id") if type(fidelity) is dict else None
+        if said and type(said) is str:
+            expires = fidelity.get("expires_at")
+            if type(expires) is int and expires <= time.time():
+                return None
+            return said
+    return None
 
 
 # -- response -----------------------------------------------------------------------------------
@@ -392,7 +418,7 @@ class _State(object):
     """One stream's tool calls, the reasoning carriers not yet handed out, and what the terminal chunk said."""
 
     __slots__ = ("client", "tools", "details", "blocks", "pending", "thought", "usage", "timings", "finish",
-                 "answer")
+                 "answer", "audio")
 
     def __init__(self, client: str, tool_id_prefix: Any) -> None:
         self.client = client
@@ -407,6 +433,7 @@ class _State(object):
         self.timings = None  # type: Any  # llama.cpp server: token counts on the last chunk
         self.finish = None  # type: Optional[str]
         self.answer = None  # type: Any  # the chunk that finished or counted the answer: its id and model
+        self.audio = None  # type: Optional[_Audio]  # a spoken answer's audio (delta.audio), handed out at the end
 
     def carrier(self) -> Dict[str, Any]:
         """The reasoning carrier, handed out now (the reasoning ended on the wire)."""
@@ -462,12 +489,87 @@ def _texts(state: _State, delta: Dict[str, Any], out: List[Dict[str, Any]]) -> N
         if state.pending and item["type"] != "thinking":
             out.append(state.carrier())
         out.append(item)
+    audio = delta.get("audio")
+    if audio and type(audio) is dict:
+        transcript = audio.get("transcript")
+        if transcript and type(transcript) is str:
+            if state.pending:
+                out.append(state.carrier())
+            out.append({"type": "text", "text": transcript, "fidelity": dict(_TRANSCRIPT)})
+        if state.audio is None:
+            state.audio = _Audio()
+        state.audio.add(audio, state.client)
     images = delta.get("images")
     if images and type(images) is list:
         for item in _images(images, state.client):
             if state.pending:
                 out.append(state.carrier())
             out.append(item)
+
+
+#: the fidelity of a spoken answer's transcript (``delta.audio.transcript``): sent back as text only when the audio's
+#: id can no longer be (``_assistant``)
+_TRANSCRIPT = {"audio_transcript": True}
+#: what OpenAI's ``pcm16`` is (the only format it streams): 16-bit little-endian mono at 24 kHz, named as Gemini's
+#: speech models name the same audio
+PCM16 = "audio/L16;codec=pcm;rate=24000"
+
+
+class _Audio(object):
+    """A spoken answer's audio as ``delta.audio`` brings it: its ``id`` and ``expires_at`` (Unix seconds: how long
+    the id may be sent back), and its ``data`` pieces (each one base64 string, decoded as it comes)."""
+
+    __slots__ = ("id", "expires_at", "data")
+
+    def __init__(self) -> None:
+        self.id = None  # type: Optional[str]
+        self.expires_at = None  # type: Optional[int]
+        self.data = []  # type: List[bytes]
+
+    def add(self, audio: Dict[str, Any], client: str) -> None:
+        said = audio.get("id")
+        if said and type(said) is str:
+            self.id = said
+        expires = audio.get("expires_at")
+        if type(expires) is float and expires.is_integer() and abs(expires) < 2 ** 53:
+            expires = int(expires)
+        if type(expires) is int and 0 < expires < 2 ** 53:
+            self.expires_at = expires
+        data = audio.get("data")
+        if data:
+            self.data.append(answer_bytes(data, client, "audio"))
+
+    def item(self) -> Optional[Dict[str, Any]]:
+        """The audio as one inline_data item (its type read from its bytes: pcm16 has no header), carrying its id
+        and expiry; None when no audio data came."""
+        data = b"".join(self.data)
+        if not data:
+            return None
+        item = {"type": "inline_data", "data": data, "mime_type": audio_mime(data)}  # type: Dict[str, Any]
+        fidelity = {}  # type: Dict[str, Any]
+        if self.id is not None:
+            fidelity["audio_id"] = self.id
+        if self.expires_at is not None:
+            fidelity["expires_at"] = self.expires_at
+        if fidelity:
+            item["fidelity"] = fidelity
+        return item
+
+
+def audio_mime(data: bytes) -> str:
+    """The type of the audio a Chat answer speaks, from its first bytes (the request's ``audio.format``: wav, mp3,
+    flac, opus (in Ogg), aac (ADTS), or pcm16, which has no header)."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "audio/wav"
+    if data[:4] == b"fLaC":
+        return "audio/flac"
+    if data[:4] == b"OggS":
+        return "audio/ogg"
+    if data[:3] == b"ID3":
+        return "audio/mpeg"
+    if len(data) > 1 and data[0] == 0xFF and data[1] & 0xE0 == 0xE0:  # a frame sync: MPEG audio, or ADTS (layer 0)
+        return "audio/aac" if data[1] & 0x06 == 0 else "audio/mpeg"
+    return PCM16
 
 
 def _images(images: List[Any], client: str) -> Iterator[Dict[str, Any]]:
@@ -614,6 +716,9 @@ def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: An
     yield from state.tools.finish()
     if state.pending:
         yield state.carrier()
+    spoken = state.audio.item() if state.audio is not None else None
+    if spoken is not None:
+        yield spoken
     raw_usage = state.usage
     usage = map_usage(raw_usage) if raw_usage else None
     timings = state.timings

@@ -123,7 +123,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 from ..errors import EmptyResponseError, StreamProtocolError, upstream_error
 from ..resume import resource_segment
 from ..sse import SSEEvent
-from ..stream import StreamEnd, with_service_tier
+from ..stream import StreamEnd, with_image_tool_calls, with_service_tier
 from ..toolcalls import ToolCallAssembler
 from ..typeschema import DATA_KEYWORDS
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
@@ -1564,6 +1564,8 @@ class _Parser(object):
         usage = map_usage(raw_usage) if isinstance(raw_usage, dict) else None
         if usage is not None and "service_tier" in response:  # the tier that served it: the one it is billed at
             usage = with_service_tier(usage, response["service_tier"])
+        if usage is not None and self.imaged:  # the image_generation tool's images: billed apart, not in the usage
+            usage = with_image_tool_calls(usage, len(self.imaged))
         yield StreamEnd(usage, finish, bool(self.served), response.get("id"), response.get("model"))
 
     def _match(self, output: List[Dict[str, Any]]) -> List[Any]:
