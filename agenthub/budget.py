@@ -427,7 +427,7 @@ class BudgetHook(AttemptHook):
         elif attempt.delivered or created or (accepted and not isinstance(attempt.error, UpstreamError)):
             # cut, aborted or closed after the provider took it (a background response, created, runs on):
             # what it used is unknown, its hold counts
-            charged = hold.settle(None)
+            charged = hold.settle(_billed(attempt.error))  # (a turn finished with nothing to keep: its usage)
             if not attempt.delivered and not created:
                 _cut_cost(attempt, charged)
         else:
