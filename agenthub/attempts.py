@@ -34,6 +34,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from ._redact import scrub_text
 from .errors import AgentHubError, ConfigError
 from .resume import RESUMED
 
@@ -304,11 +305,7 @@ def scrub(error: AgentHubError, secrets: List[str]) -> None:
         return
 
     def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            for secret in secrets:
-                if secret in value:
-                    value = value.replace(secret, "***")
-        return value
+        return scrub_text(value, secrets) if isinstance(value, str) else value
 
     error.args = tuple(clean(a) for a in error.args)
     for name, value in list(vars(error).items()):
@@ -708,7 +705,6 @@ def log_attempt(request: Any, attempt: int, started: float, body: Any, error: Op
     gateway's key under a name ``safe_url`` does not know: ?code=)."""
     from urllib.parse import quote_plus
 
-    from ._redact import scrub_text
     from .answers import request_id
     from .errors import safe_url
 

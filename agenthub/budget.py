@@ -115,6 +115,12 @@ class Budget(object):
         renew_lock_after_fork(self)
 
     @property
+    def account(self) -> Any:
+        """The account this budget draws from (``Store.account``): another Budget of the same store and key draws
+        from it too, and a failover call holds and settles once on it, whichever budgets its routes name."""
+        return self.store.account(self.key)
+
+    @property
     def spent_usd(self) -> float:
         return self.store.budget_totals(self.key)[0]
 
@@ -389,7 +395,7 @@ class BudgetHook(AttemptHook):
             self._accepted.discard(id(attempt))
             hold = self._holds.pop(id(attempt), None)
         if hold is not None:  # counted whole, as this attempt's own cost; the next attempt holds anew
-            _cut_cost(attempt, hold.settle(None))
+            _cut_cost(attempt, hold.settle(_billed(error)))
 
     def _cut(self, attempt: Any, error: Any) -> bool:
         """Did ``attempt`` end without its answer after the provider accepted it (billed, for an unknown sum)?
@@ -421,11 +427,21 @@ class BudgetHook(AttemptHook):
         elif attempt.delivered or created or (accepted and not isinstance(attempt.error, UpstreamError)):
             # cut, aborted or closed after the provider took it (a background response, created, runs on):
             # what it used is unknown, its hold counts
-            charged = hold.settle(None)
+            charged = hold.settle(_billed(attempt.error))  # (a turn finished with nothing to keep: its usage)
             if not attempt.delivered and not created:
                 _cut_cost(attempt, charged)
         else:
             hold.release()  # failed before the provider took it, or the provider said it failed: nothing billed
+
+
+def _billed(error: Any) -> Optional[Mapping[str, Any]]:
+    """The usage of a turn that ended without an answer but whose usage came with it (an EmptyResponseError: the
+    provider finished it, and billed it, with nothing to keep): what it is settled at, instead of its whole hold;
+    None for a cut (what was billed is unknown)."""
+    from .errors import EmptyResponseError
+
+    usage = getattr(error, "usage_metadata", None) if isinstance(error, EmptyResponseError) else None
+    return usage if isinstance(usage, Mapping) else None
 
 
 def _cut_cost(attempt: Any, usd: float) -> None:

@@ -56,7 +56,7 @@ from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
 from ._redact import secret_values, shown_url, url_query_secrets
 from ._redact import body_secrets
-from .breaker import settings as breaker_settings
+from .breaker import endpoint_name, settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_origin, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
@@ -179,6 +179,21 @@ class ResponseStream(itertools.chain, _EventGenerator):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return "<ResponseStream{}>".format(" aborted" if self.aborted else "")
+
+
+def _check_priced(fallbacks: Sequence["AutoLLMClient"]) -> None:
+    """A budget (without ``allow_unpriced``) holds every attempt of a call, a fallback's too: a fallback the catalog
+    has no price for would be refused (a ConfigError) on every turn failed over to it, only while the primary is
+    down.  Said when the client is made instead."""
+    from .budget import worst_case_usd
+
+    for entry in fallbacks:
+        if worst_case_usd(entry.model, 0, 0) is None:
+            raise ConfigError(
+                "fallbacks entry {!r} ({}) has no list price in the catalog: the budget cannot bound what a turn there "
+                "costs, so it would refuse every turn failed over to it, while the primary is down; give a priced "
+                "model, or Budget(max_usd, allow_unpriced=True) to let it run uncounted".format(
+                    entry.model[:80], entry.client_type))
 
 
 # -- the client -----------------------------------------------------------------------------------
@@ -318,6 +333,8 @@ class AutoLLMClient(object):
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
+        if budget is not None and not budget.allow_unpriced:
+            _check_priced(self._fallbacks)
         self._fallback_on = _error_classes(fallback_on)
         self._breaker = breaker_settings(circuit_breaker)
         self._dialect = self._protocol.name  # the wire dialect (agenthub.foreign converts history for it)
@@ -329,7 +346,8 @@ class AutoLLMClient(object):
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host", "_checked", "_checked_history"):
+        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host", "_checked", "_checked_history",
+                     "_circuit_key"):  # (the breaker's mark of the credentials is this process's)
             state.pop(name, None)
         return state
 
@@ -1051,7 +1069,21 @@ class AutoLLMClient(object):
             sub = call if entry is self else entry._call_for(call)
             return entry._attempts_here(sub, watch, hooks, deadline, whole_call=False)
 
-        return Route(entry._route(), (entry.client_type, circuit_host(entry.base_url), entry.model), hooks, attempts)
+        return Route(entry._route(), entry._circuit(), hooks, attempts)
+
+    def _circuit(self) -> Tuple[str, str, str]:
+        """The key of this client's circuit breaker (``agenthub.breaker``): its client type, endpoint (host and port,
+        the base URL's path, a mark of its credentials: ``breaker.endpoint_name``) and model.  Made once (each
+        call of a client with fallbacks reads it for every route); a copy in another process makes its own."""
+        key = self.__dict__.get("_circuit_key")
+        if key is None:
+            from urllib.parse import urlsplit
+
+            url = self.base_url
+            key = self._circuit_key = (self.client_type, endpoint_name(
+                circuit_host(url), urlsplit(url).path if isinstance(url, str) else "", self.credential_values()),
+                self.model)
+        return key
 
     def _call_for(self, call: Attempt) -> Attempt:
         """The primary's call as this fallback client sends it: the same messages and config, its own request.

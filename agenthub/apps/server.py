@@ -84,6 +84,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from ..errors import (AgentHubError, AuthenticationError, BudgetExceededError, ConfigError, ServerError, StreamError,
                      TransportError, UnsupportedParameterError, UpstreamError, error_to_json)
 from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
+from .._redact import scrub_text
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from ..telemetry import continue_trace  # an incoming traceparent continues in the upstream call (a no-op uninstrumented)
 from ._sockets import ConnectionLimit, DeadlineReader, busy_answer, peer_closed
@@ -741,10 +742,7 @@ class AgentHubApp(object):
 
     # -- answers -----------------------------------------------------------------------------
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
+        return scrub_text(text, self._secrets)  # (what a cut left of one too)
 
     def _error_bytes(self, error: BaseException) -> bytes:
         return self._scrub(json.dumps(error_to_json(_public(error)), separators=(",", ":"),
@@ -885,13 +883,14 @@ class AgentHubApp(object):
         self._slots.release()
 
     def _ended(self, model: "_Model", stream: Any = None) -> Callable[[Any, Optional[BaseException]], None]:
-        """What the pump reports when the upstream is done: the answer's usage (metrics), or the error."""
+        """What the pump reports when the upstream is done: the answer's usage (metrics), and the error."""
         upstream_model = model.client.model
 
         def ended(last: Any, error: Optional[BaseException]) -> None:
             if error is not None:
                 self.metrics.error(model.id, error)
-            elif isinstance(last, dict) and last.get("event_type") == "stop":
+            if isinstance(last, dict) and last.get("event_type") == "stop":  # (an answer, billed: counted even when
+                # the call failed after it, a budget's store that could not settle it, say)
                 call = getattr(stream, "_call", None)  # (priced as the call: its start, a cache hit, its tier)
                 route = getattr(call, "route", None)  # priced as the model that answered (a fallback row's, say)
                 answered = str(route["model"]) if isinstance(route, dict) and route.get("model") else upstream_model
