@@ -12,8 +12,9 @@ Types (nested in any combination): ``str``, ``int``, ``float``, ``bool``, ``None
 required keys), dataclasses (their ``InitVar``s too), ``NamedTuple`` (an object of its fields), ``Annotated``
 (a ``str`` or an object's ``description`` becomes the description; ``ge``/``gt``/``le``/``lt``/
 ``min_length``/``max_length``/``pattern``/``multiple_of`` read duck-typed from the metadata, from pydantic's ``Field(...)`` or ``annotated_types``), a
-pydantic model (v2 ``model_json_schema``/``model_validate``, v1 ``schema``/``parse_obj``; pydantic validates
-it; agenthub never imports pydantic), and a plain JSON Schema dict (the value is then the validated JSON).
+pydantic model (v2 ``model_json_schema``/``model_validate_json``: the JSON as JSON, so a strict model takes a
+date's string; v1 ``schema``/``parse_obj``; pydantic validates it; agenthub never imports pydantic), and a
+plain JSON Schema dict (the value is then the validated JSON).
 A type with no schema (``object``, a callable, a class, a recursive type where ``$ref`` is not allowed) is a
 ConfigError naming the field; so is a type or schema dict nested deeper than Python's stack.
 
@@ -552,7 +553,7 @@ def _build_model(comp: _Compiler, tp: Any) -> _Node:
 
     def body() -> _Node:
         schema = _model_schema(comp, tp, dict(tp.model_json_schema() if v2 else tp.schema()))
-        validate = tp.model_validate if v2 else tp.parse_obj
+        validate = _as_json(tp) if v2 else tp.parse_obj
 
         def convert(value: Any, path: Any, ctx: _Ctx) -> Any:
             try:
@@ -561,6 +562,20 @@ def _build_model(comp: _Compiler, tp: Any) -> _Node:
                 return _model_problems(exc, path, ctx)
         return _Node(schema, convert, (dict,))
     return comp.named(tp, body)
+
+
+def _as_json(tp: Any) -> Callable[[Any], Any]:
+    """A v2 model's validation of a JSON value as the JSON it is (``model_validate_json``): a ``strict=True``
+    model (or field) refuses in Python mode the string a JSON ``date``, ``UUID`` or Enum value is and the array a
+    tuple is, which JSON mode takes; a value JSON text cannot hold (``NaN``, an object, a lone surrogate) is
+    validated as it is."""
+    def validate(value: Any) -> Any:
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError):  # (UnicodeEncodeError is a ValueError)
+            return tp.model_validate(value)
+        return tp.model_validate_json(text)
+    return validate
 
 
 def _model_schema(comp: _Compiler, tp: Any, schema: Dict[str, Any]) -> Dict[str, Any]:

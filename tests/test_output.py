@@ -585,3 +585,35 @@ def test_tools_the_model_may_call_are_refused_before_sending():
                 "tools=[...], output=...) for a typed answer with tools (or tool_choice 'none')")
         assert server.requests == []
         assert client.parse([USER], Invoice, {"tools": [tool], "tool_choice": "none"}).value == VALUE
+
+
+def test_a_strict_pydantic_model_takes_the_json_an_answer_holds():
+    """A pydantic model with ``strict=True`` (a usual choice for a model's output: no coercion) was validated as
+    Python objects: strict Python mode takes only a ``date``, an Enum member, a tuple, a UUID instance, never the
+    JSON string or array a model writes for them, so every answer was re-asked and the call failed, each attempt
+    paid for. It is validated as the JSON it is now (pydantic's JSON mode), as pydantic validates such a reply."""
+    pydantic = pytest.importorskip("pydantic", minversion="2")
+    import datetime
+    import uuid
+    from typing import Tuple
+
+    class Booking(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(strict=True)
+        day: datetime.date
+        kind: Kind
+        seats: Tuple[int, int]
+        ref: uuid.UUID
+
+    answer = {"day": "2026-12-07", "kind": "goods", "seats": [3, 4], "ref": "12345678-1234-5678-1234-567812345678"}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))])]
+        parsed = client_for(server, "openai-chat").parse([USER], Booking, retries=0)
+    assert len(server.requests) == 1
+    assert parsed.value == Booking(day=datetime.date(2026, 12, 7), kind=Kind.GOODS, seats=(3, 4),
+                                   ref=uuid.UUID("12345678-1234-5678-1234-567812345678"))
+    assert (parsed.attempts, parsed.json) == (1, answer)
+    with SSEServer() as server:  # (still strict: a number as a string is refused, as pydantic refuses it)
+        server.answers += [Answer([chat_text(json.dumps(dict(answer, seats=["3", 4])))])]
+        with pytest.raises(OutputValidationError) as caught:
+            client_for(server, "openai-chat").parse([USER], Booking, retries=0)
+    assert caught.value.problems == [["seats[0]: Input should be a valid integer"]]
