@@ -617,3 +617,40 @@ def test_a_strict_pydantic_model_takes_the_json_an_answer_holds():
         with pytest.raises(OutputValidationError) as caught:
             client_for(server, "openai-chat").parse([USER], Booking, retries=0)
     assert caught.value.problems == [["seats[0]: Input should be a valid integer"]]
+
+
+def test_a_null_for_an_optional_property_under_all_of_is_left_out():
+    """``allOf: [{"$ref": ...}]`` (how pydantic v1 and many hand-written schemas give a nested object a description
+    or a default): the strict form makes the nested object's optional properties required and nullable, but the
+    null the model then writes was not read back as "left out" under an ``allOf``, so every such answer failed
+    (``ship.zip: expected a string, got null``), was re-asked and paid for."""
+    address = {"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+               "required": ["city"]}
+    schema = {"type": "object", "$defs": {"Address": address}, "required": ["ship"], "properties": {
+        "ship": {"description": "Where it goes.", "allOf": [{"$ref": "#/$defs/Address"}]},
+        "bill": {"anyOf": [{"allOf": [{"$ref": "#/$defs/Address"}]}, {"type": "null"}]},
+        "old": {"type": "array", "items": {"allOf": [{"$ref": "#/$defs/Address"}]}}}}
+    answer = {"ship": {"city": "Oslo", "zip": None}, "bill": {"city": "Bergen", "zip": None},
+              "old": [{"city": "Rome", "zip": None}]}
+    kept = {"ship": {"city": "Oslo"}, "bill": {"city": "Bergen"}, "old": [{"city": "Rome"}]}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))])]
+        parsed = client_for(server, "openai-chat").parse([USER], schema, retries=0)
+    sent = server.requests[0]["body"]["response_format"]["json_schema"]["schema"]
+    assert sent["$defs"]["Address"]["properties"]["zip"] == {"type": ["string", "null"]}
+    assert (parsed.value, parsed.json, parsed.attempts) == (kept, kept, 1)
+    v1 = pytest.importorskip("pydantic.v1") if sys.version_info >= (3, 9) else None
+    if v1 is None:
+        return
+
+    class Address(v1.BaseModel):
+        city: str
+        zip: str = "0000"
+
+    class Order(v1.BaseModel):
+        ship: Address = v1.Field(..., description="Where it goes.")
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps({"ship": {"city": "Oslo", "zip": None}}))])]
+        parsed = client_for(server, "openai-chat").parse([USER], Order, retries=0)
+    assert parsed.value == Order(ship=Address(city="Oslo", zip="0000"))

@@ -149,6 +149,8 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
     if isinstance(ref, str):
         target = defs.get(ref)
         return _drop_added_nulls(data, target, defs, depth + 1) if target is not None else data
+    for part in schema.get("allOf") or ():  # (``allOf: [{"$ref": ...}]``: a nested object with a description)
+        data = _drop_added_nulls(data, part, defs, depth + 1) if isinstance(part, Mapping) else data
     if isinstance(data, dict):
         props = schema.get("properties")
         if isinstance(props, dict):
@@ -162,7 +164,7 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
             return out
         branches = [branch for branch in schema.get("anyOf") or schema.get("oneOf") or ()
                     if isinstance(branch, Mapping) and (branch.get("type") == "object" or "properties" in branch
-                                                        or "$ref" in branch)]
+                                                        or "$ref" in branch or "allOf" in branch)]
         # the branch the answer is (``Union[Cat, Dog]``: a dog's null ``bark`` is Dog's to leave out), else the first
         if branches:
             chosen = next((branch for branch in branches if _fits(data, branch, defs)), branches[0])
