@@ -37,8 +37,8 @@ names, ``null`` among them), ``properties``, ``required``, ``additionalPropertie
 ``#``, ``#/$defs/...`` or ``#/definitions/...``, ``minimum``/``maximum``/``exclusiveMinimum``/
 ``exclusiveMaximum``, ``multipleOf``, ``minLength``/``maxLength``, ``pattern``, ``minItems``/``maxItems``,
 ``uniqueItems``, ``minProperties``/``maxProperties``, OpenAPI's ``nullable``.  Annotations (``title``,
-``description``, ``default``, ``format``, ``examples``, ...) are not checked; any other keyword is a
-ConfigError when the schema is compiled.  Python's types give ``$defs``/``$ref`` for nested dataclasses,
+``description``, ``default``, ``format``, ``examples``, ...) are not checked against the value (``title``,
+``description`` and ``format`` must be strings); any other keyword is a ConfigError when the schema is compiled.  Python's types give ``$defs``/``$ref`` for nested dataclasses,
 TypedDicts, NamedTuples and models unless ``refs=False`` (every schema inline: what wires without ``$ref``
 take); ``inline_refs`` does the same to any schema.
 """
@@ -856,6 +856,8 @@ _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number",
 _ANNOTATIONS = frozenset(["title", "description", "default", "examples", "example", "format", "$schema", "$id",
                           "$comment", "$anchor", "deprecated", "readOnly", "writeOnly", "contentMediaType",
                           "contentEncoding", "propertyOrdering", "$defs", "definitions", "discriminator"])
+#: the annotations JSON Schema says are strings (one that is not is refused: a wire would send it as it is)
+_STRING_ANNOTATIONS = frozenset(["title", "description", "format"])
 
 Check = Callable[[Any, Any, _Ctx], bool]
 
@@ -900,6 +902,8 @@ class _JsonCompiler(object):
         checks = []  # type: List[Check]
         for key in _ordered(schema):
             if key in _ANNOTATIONS:
+                if key in _STRING_ANNOTATIONS and not isinstance(schema[key], str):  # (every API answers 400)
+                    raise _Unsupported("{}.{}: must be a string, got {}".format(where, key, _jshort(schema[key])))
                 continue
             if key not in _KEYWORDS:
                 raise _Unsupported("{}: the schema keyword {!r} is outside the subset agenthub checks".format(
@@ -1003,7 +1007,8 @@ def _kw_properties(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) 
 
 
 def _kw_additional(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
-    known = set(schema.get("properties") or ())
+    props = schema.get("properties")
+    known = set(props) if isinstance(props, Mapping) else set()  # (not an object: its own keyword refuses it)
     node = None if spec is False else comp.node(spec, where)
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -1036,7 +1041,8 @@ def _kw_items(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Ch
     if isinstance(spec, list):  # draft 4 .. 2019-09's tuple form
         return _kw_prefix(comp, spec, schema, where)
     node = comp.node(spec, where)
-    skip = len(schema.get("prefixItems") or ())
+    prefix = schema.get("prefixItems")
+    skip = len(prefix) if isinstance(prefix, list) else 0  # (not a list: its own keyword refuses it)
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
         if not isinstance(value, list):

@@ -654,3 +654,26 @@ def test_a_null_for_an_optional_property_under_all_of_is_left_out():
         server.answers += [Answer([chat_text(json.dumps({"ship": {"city": "Oslo", "zip": None}}))])]
         parsed = client_for(server, "openai-chat").parse([USER], Order, retries=0)
     assert parsed.value == Order(ship=Address(city="Oslo", zip="0000"))
+
+
+@pytest.mark.parametrize("schema, words", [
+    ({"type": "object", "properties": {"p": {"type": "string", "format": ["date"]}}, "required": ["p"]},
+     "schema.properties.p.format: must be a string, got [\"date\"]"),
+    ({"type": "object", "properties": {"p": {"type": "integer", "description": 5}}, "required": ["p"]},
+     "schema.properties.p.description: must be a string, got 5"),
+    ({"type": "array", "items": True, "prefixItems": 1.5}, "schema.prefixItems: must be an array of schemas, got 1.5"),
+    ({"type": "object", "additionalProperties": False, "properties": [{}]},
+     "schema.properties: must be an object of schemas, got [{}]"),
+])
+@pytest.mark.parametrize("model", ["gpt-5.4-mini", "claude-sonnet-4-6", "gemini-2.5-flash"])
+def test_a_schema_with_a_keyword_of_the_wrong_type_is_a_config_error_before_sending(schema, words, model):
+    """A JSON Schema given as the output type with a ``format`` that is not a string (a TypeError: unhashable
+    list, in the strict check), ``prefixItems`` or ``properties`` of the wrong type (a TypeError in the compiler,
+    read by a keyword checked before their own), or a ``description`` that is not a string (sent as it was: a
+    400) is a ConfigError naming the place, nothing sent."""
+    with SSEServer() as server:
+        client = AutoLLMClient(model, api_key="sk-test-output-0001", base_url=server.url + "/v1", max_retries=0)
+        with pytest.raises(ConfigError) as caught:
+            client.parse([USER], schema)
+        assert server.requests == []
+    assert words in str(caught.value)
