@@ -38,8 +38,8 @@ names, ``null`` among them), ``properties``, ``required``, ``additionalPropertie
 ``exclusiveMaximum``, ``multipleOf``, ``minLength``/``maxLength``, ``pattern``, ``minItems``/``maxItems``,
 ``uniqueItems``, ``minProperties``/``maxProperties``, OpenAPI's ``nullable``.  Annotations (``title``,
 ``description``, ``default``, ``format``, ``examples``, ...) are not checked against the value (``title``,
-``description`` and ``format`` must be strings); any other keyword is a ConfigError when the schema is compiled.  Python's types give ``$defs``/``$ref`` for nested dataclasses,
-TypedDicts, NamedTuples and models unless ``refs=False`` (every schema inline: what wires without ``$ref``
+``description`` and ``format`` must be strings); any other keyword is a ConfigError when the schema is
+compiled.  Python's types give ``$defs``/``$ref`` for nested dataclasses, TypedDicts, NamedTuples and models unless ``refs=False`` (every schema inline: what wires without ``$ref``
 take); ``inline_refs`` does the same to any schema.
 """
 
