@@ -39,8 +39,9 @@ names, ``null`` among them), ``properties``, ``required``, ``additionalPropertie
 ``uniqueItems``, ``minProperties``/``maxProperties``, OpenAPI's ``nullable``.  Annotations (``title``,
 ``description``, ``default``, ``format``, ``examples``, ...) are not checked against the value (``title``,
 ``description`` and ``format`` must be strings); any other keyword is a ConfigError when the schema is
-compiled.  Python's types give ``$defs``/``$ref`` for nested dataclasses, TypedDicts, NamedTuples and models unless ``refs=False`` (every schema inline: what wires without ``$ref``
-take); ``inline_refs`` does the same to any schema.
+compiled.  Python's types give ``$defs``/``$ref`` for nested dataclasses, TypedDicts, NamedTuples and
+models unless ``refs=False`` (every schema inline: what wires without ``$ref`` take); ``inline_refs`` does
+the same to any schema.
 """
 
 import collections.abc as _abc
