@@ -677,3 +677,29 @@ def test_a_schema_with_a_keyword_of_the_wrong_type_is_a_config_error_before_send
             client.parse([USER], schema)
         assert server.requests == []
     assert words in str(caught.value)
+
+
+@dataclasses.dataclass
+class Order:
+    sku: str
+    qty: int = 1
+    gift: bool = False
+
+
+@pytest.mark.parametrize("model, client_type, mode", [
+    ("kimi-k2.6", "moonshot", "json_object"),                      # JSON mode, the schema in the system prompt
+    ("gpt-5.4-mini", "openai-chat", "schema"),                     # strict mode (as before)
+])
+def test_a_null_for_an_optional_field_is_left_out_on_every_wire(model, client_type, mode):
+    """Where the schema goes in the system prompt (JSON mode, or no structured output at all), a model that writes
+    ``null`` for a field it leaves to its default (``"qty": null``: models write every key) had its answer refused
+    and re-asked, each re-ask paid for, where the same answer on a strict-mode wire held: a null for a property
+    that is optional and not nullable is read as "left out" on every wire now."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps({"sku": "pen", "qty": None, "gift": None}))])]
+        client = AutoLLMClient(model, api_key="sk-test-output-0001", base_url=server.url + "/v1",
+                               client_type=client_type, max_retries=0)
+        assert shape(client, [USER], Order, {}).mode == mode
+        parsed = client.parse([USER], Order, retries=0)
+    assert len(server.requests) == 1
+    assert (parsed.value, parsed.json, parsed.attempts) == (Order("pen"), {"sku": "pen"}, 1)

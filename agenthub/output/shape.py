@@ -279,9 +279,8 @@ class Shaped(object):
 
     def convert(self, data: Any) -> Tuple[Any, List[str], Any]:
         """(the typed value, [], its JSON) of the answer's JSON, or (None, the problems (``path: what``), None)."""
-        original = self._original
-        if self.mode in ("schema", "tool"):
-            data = _drop_added_nulls(data, original, _definitions(original))
+        original = self._original  # (every mode: a model shown the schema in a prompt writes such nulls too)
+        data = _drop_added_nulls(data, original, _definitions(original))
         if self.wrapped:
             if not isinstance(data, dict) or _WRAP not in data:
                 return None, ["the answer must be an object {{\"{}\": ...}}".format(_WRAP)], None
