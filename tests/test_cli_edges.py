@@ -294,21 +294,30 @@ def test_trace_show_on_a_terminal_shows_a_recorded_escape_not_obeys_it(tmp_path)
     assert HOSTILE in piped.stdout.decode("utf-8")  # (a pipe gets it as it was)
 
 
+def _batch_with_errors(fake, tmp_path, capsys, monkeypatch, message):
+    """A one-row batch submitted to ``fake`` (its state file's path), the engine's errors saying ``message``."""
+    from agenthub.__main__ import main
+    from batch_fakes import point_at
+
+    point_at(monkeypatch, fake)
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"id": "q0", "model": "gpt-5.5", "config": {"max_tokens": 5}, "messages": [
+        {"role": "user", "content_items": [{"type": "text", "text": "x"}]}]}) + "\n")
+    assert main(["batch", "submit", str(path), "--backend", "openai"]) == 0
+    state = capsys.readouterr()[0].strip()
+    for batch in fake.batches.values():
+        batch.errors = [{"code": "invalid_request", "message": message}]
+    return state
+
+
 def test_batch_status_on_a_terminal_shows_an_engines_error_text_escaped(tmp_path, capsys, monkeypatch):
     """`agenthub batch status` printed a batch's errors (the engine's text) raw: escapes reached the terminal."""
     from agenthub import _controls
     from agenthub.__main__ import main
-    from batch_fakes import BatchFake, point_at
+    from batch_fakes import BatchFake
 
     with BatchFake(polls=5) as fake:
-        point_at(monkeypatch, fake)
-        path = tmp_path / "in.jsonl"
-        path.write_text(json.dumps({"id": "q0", "model": "gpt-5.5", "config": {"max_tokens": 5}, "messages": [
-            {"role": "user", "content_items": [{"type": "text", "text": "x"}]}]}) + "\n")
-        assert main(["batch", "submit", str(path), "--backend", "openai"]) == 0
-        state = capsys.readouterr()[0].strip()
-        for batch in fake.batches.values():
-            batch.errors = [{"code": "invalid_request", "message": HOSTILE}]
+        state = _batch_with_errors(fake, tmp_path, capsys, monkeypatch, HOSTILE)
         assert main(["batch", "status", state]) == 4
         piped = capsys.readouterr()[0]
         monkeypatch.setattr(_controls, "is_terminal", lambda stream: True)
@@ -490,7 +499,7 @@ def test_logs_and_batch_status_json_on_a_terminal_escape_the_c1_and_bidi_control
     from agenthub.__main__ import main
     from agenthub.apps import conversations
     from agenthub.apps.conversations import Log
-    from batch_fakes import BatchFake, point_at
+    from batch_fakes import BatchFake
 
     monkeypatch.setenv("AGENTHUB_HOME", str(tmp_path))
     with Log(str(tmp_path / "logs.db")) as log:
@@ -506,14 +515,7 @@ def test_logs_and_batch_status_json_on_a_terminal_escape_the_c1_and_bidi_control
         assert JSON_HOSTILE_SHOWN in shown and not any(char in shown for char in "\x7f\u009b\u009c\u009d\u202e")
         assert JSON_HOSTILE in json.dumps(json.loads(shown), ensure_ascii=False)  # (the same JSON value)
     with BatchFake(polls=5) as fake:
-        point_at(monkeypatch, fake)
-        path = tmp_path / "in.jsonl"
-        path.write_text(json.dumps({"id": "q0", "model": "gpt-5.5", "config": {"max_tokens": 5}, "messages": [
-            {"role": "user", "content_items": [{"type": "text", "text": "x"}]}]}) + "\n")
-        assert main(["batch", "submit", str(path), "--backend", "openai"]) == 0
-        state = capsys.readouterr()[0].strip()
-        for batch in fake.batches.values():
-            batch.errors = [{"code": "invalid_request", "message": JSON_HOSTILE}]
+        state = _batch_with_errors(fake, tmp_path, capsys, monkeypatch, JSON_HOSTILE)
         assert main(["batch", "status", state, "--json"]) == 4
         shown = capsys.readouterr()[0]
     assert JSON_HOSTILE_SHOWN in shown and not any(char in shown for char in "\x7f\u009b\u009c\u009d\u202e")
