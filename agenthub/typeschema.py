@@ -12,7 +12,7 @@ Types (nested in any combination): ``str``, ``int``, ``float``, ``bool``, ``None
 required keys), dataclasses (their ``InitVar``s too), ``NamedTuple`` (an object of its fields), ``Annotated``
 (a ``str`` or an object's ``description`` becomes the description; ``ge``/``gt``/``le``/``lt``/
 ``min_length``/``max_length``/``pattern``/``multiple_of`` read duck-typed from the metadata, from pydantic's ``Field(...)`` or ``annotated_types``), a
-pydantic model (v2 ``model_json_schema``/``model_validate_json``: the JSON as JSON, so a strict model takes a
+pydantic model (v2 ``model_json_schema``/``model_validate``, then ``model_validate_json``: a strict model takes a
 date's string; v1 ``schema``/``parse_obj``; pydantic validates it; agenthub never imports pydantic), and a
 plain JSON Schema dict (the value is then the validated JSON).
 A type with no schema (``object``, a callable, a class, a recursive type where ``$ref`` is not allowed) is a
@@ -566,15 +566,20 @@ def _build_model(comp: _Compiler, tp: Any) -> _Node:
 
 
 def _as_json(tp: Any) -> Callable[[Any], Any]:
-    """A v2 model's validation of a JSON value as the JSON it is (``model_validate_json``): a ``strict=True``
-    model (or field) refuses in Python mode the string a JSON ``date``, ``UUID`` or Enum value is and the array a
-    tuple is, which JSON mode takes; a value JSON text cannot hold (``NaN``, an object, a lone surrogate) is
-    validated as it is."""
+    """A v2 model's validation of a JSON value as the JSON it is: a ``strict=True`` model (or field) refuses in
+    Python mode the string a JSON ``date``, ``UUID`` or Enum value is and the array a tuple is, which JSON mode
+    (``model_validate_json``) takes.  Python mode first (it takes what JSON mode takes of any other model, without
+    writing the value out as JSON again), JSON mode when it refuses; a value JSON text cannot hold (``NaN``, an
+    object, a lone surrogate) is Python mode's alone."""
     def validate(value: Any) -> Any:
+        try:
+            return tp.model_validate(value)
+        except Exception as exc:  # (pydantic's ValidationError: JSON mode says what holds, and what does not)
+            refused = exc
         try:
             text = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError):  # (UnicodeEncodeError is a ValueError)
-            return tp.model_validate(value)
+            raise refused from None
         return tp.model_validate_json(text)
     return validate
 
