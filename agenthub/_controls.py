@@ -5,7 +5,7 @@ line's modules outside ``agenthub.apps`` (``jobs.batch_cli``) escape with it too
 import re
 from typing import Any
 
-__all__ = ["printable", "safe", "is_terminal", "shown_for", "dollars"]
+__all__ = ["printable", "safe", "is_terminal", "shown_for", "json_for", "dollars"]
 
 #: C0 controls but tab and newline, DEL, and the C1 controls (ESC [ / OSC 52 / CSI as one byte ...)
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -63,3 +63,21 @@ def shown_for(stream: Any) -> Any:
 
 def _as_it_is(text: str) -> str:
     return text
+
+
+#: what ``json.dumps(..., ensure_ascii=False)`` leaves as it is (it escapes only C0) and a terminal obeys or
+#: reorders by: DEL, the C1 controls (U+009B is a CSI, U+009D an OSC) and the bidirectional controls
+_JSON_RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _json_escaped(text: str) -> str:
+    """JSON text with DEL, the C1 and the bidirectional controls written as ``\\u009b`` escapes: they can only
+    be inside its strings, so it stays valid JSON of the same value."""
+    return _JSON_RAW.sub(lambda match: "\\u{:04x}".format(ord(match.group())), text) if _JSON_RAW.search(text) \
+        else text
+
+
+def json_for(stream: Any) -> Any:
+    """How JSON text (a model's or a server's words inside) is written to ``stream``: on a terminal with the
+    controls JSON leaves raw escaped (``_json_escaped``), as it is elsewhere."""
+    return _json_escaped if is_terminal(stream) else _as_it_is

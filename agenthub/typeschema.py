@@ -12,8 +12,9 @@ Types (nested in any combination): ``str``, ``int``, ``float``, ``bool``, ``None
 required keys), dataclasses (their ``InitVar``s too), ``NamedTuple`` (an object of its fields), ``Annotated``
 (a ``str`` or an object's ``description`` becomes the description; ``ge``/``gt``/``le``/``lt``/
 ``min_length``/``max_length``/``pattern``/``multiple_of`` read duck-typed from the metadata, from pydantic's ``Field(...)`` or ``annotated_types``), a
-pydantic model (v2 ``model_json_schema``/``model_validate``, v1 ``schema``/``parse_obj``; pydantic validates
-it; agenthub never imports pydantic), and a plain JSON Schema dict (the value is then the validated JSON).
+pydantic model (v2 ``model_json_schema``/``model_validate``, then ``model_validate_json``: a strict model takes a
+date's string; v1 ``schema``/``parse_obj``; pydantic validates it; agenthub never imports pydantic), and a
+plain JSON Schema dict (the value is then the validated JSON).
 A type with no schema (``object``, a callable, a class, a recursive type where ``$ref`` is not allowed) is a
 ConfigError naming the field; so is a type or schema dict nested deeper than Python's stack.
 
@@ -36,10 +37,11 @@ names, ``null`` among them), ``properties``, ``required``, ``additionalPropertie
 ``#``, ``#/$defs/...`` or ``#/definitions/...``, ``minimum``/``maximum``/``exclusiveMinimum``/
 ``exclusiveMaximum``, ``multipleOf``, ``minLength``/``maxLength``, ``pattern``, ``minItems``/``maxItems``,
 ``uniqueItems``, ``minProperties``/``maxProperties``, OpenAPI's ``nullable``.  Annotations (``title``,
-``description``, ``default``, ``format``, ``examples``, ...) are not checked; any other keyword is a
-ConfigError when the schema is compiled.  Python's types give ``$defs``/``$ref`` for nested dataclasses,
-TypedDicts, NamedTuples and models unless ``refs=False`` (every schema inline: what wires without ``$ref``
-take); ``inline_refs`` does the same to any schema.
+``description``, ``default``, ``format``, ``examples``, ...) are not checked against the value (``title``,
+``description`` and ``format`` must be strings); any other keyword is a ConfigError when the schema is
+compiled.  Python's types give ``$defs``/``$ref`` for nested dataclasses, TypedDicts, NamedTuples and
+models unless ``refs=False`` (every schema inline: what wires without ``$ref`` take); ``inline_refs`` does
+the same to any schema.
 """
 
 import collections.abc as _abc
@@ -552,7 +554,7 @@ def _build_model(comp: _Compiler, tp: Any) -> _Node:
 
     def body() -> _Node:
         schema = _model_schema(comp, tp, dict(tp.model_json_schema() if v2 else tp.schema()))
-        validate = tp.model_validate if v2 else tp.parse_obj
+        validate = _as_json(tp) if v2 else tp.parse_obj
 
         def convert(value: Any, path: Any, ctx: _Ctx) -> Any:
             try:
@@ -561,6 +563,25 @@ def _build_model(comp: _Compiler, tp: Any) -> _Node:
                 return _model_problems(exc, path, ctx)
         return _Node(schema, convert, (dict,))
     return comp.named(tp, body)
+
+
+def _as_json(tp: Any) -> Callable[[Any], Any]:
+    """A v2 model's validation of a JSON value as the JSON it is: a ``strict=True`` model (or field) refuses in
+    Python mode the string a JSON ``date``, ``UUID`` or Enum value is and the array a tuple is, which JSON mode
+    (``model_validate_json``) takes.  Python mode first (it takes what JSON mode takes of any other model, without
+    writing the value out as JSON again), JSON mode when it refuses; a value JSON text cannot hold (``NaN``, an
+    object, a lone surrogate) is Python mode's alone."""
+    def validate(value: Any) -> Any:
+        try:
+            return tp.model_validate(value)
+        except Exception as exc:  # (pydantic's ValidationError: JSON mode says what holds, and what does not)
+            refused = exc
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError):  # (UnicodeEncodeError is a ValueError)
+            raise refused from None
+        return tp.model_validate_json(text)
+    return validate
 
 
 def _model_schema(comp: _Compiler, tp: Any, schema: Dict[str, Any]) -> Dict[str, Any]:
@@ -841,6 +862,8 @@ _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number",
 _ANNOTATIONS = frozenset(["title", "description", "default", "examples", "example", "format", "$schema", "$id",
                           "$comment", "$anchor", "deprecated", "readOnly", "writeOnly", "contentMediaType",
                           "contentEncoding", "propertyOrdering", "$defs", "definitions", "discriminator"])
+#: the annotations JSON Schema says are strings (one that is not is refused: a wire would send it as it is)
+_STRING_ANNOTATIONS = frozenset(["title", "description", "format"])
 
 Check = Callable[[Any, Any, _Ctx], bool]
 
@@ -885,6 +908,8 @@ class _JsonCompiler(object):
         checks = []  # type: List[Check]
         for key in _ordered(schema):
             if key in _ANNOTATIONS:
+                if key in _STRING_ANNOTATIONS and not isinstance(schema[key], str):  # (every API answers 400)
+                    raise _Unsupported("{}.{}: must be a string, got {}".format(where, key, _jshort(schema[key])))
                 continue
             if key not in _KEYWORDS:
                 raise _Unsupported("{}: the schema keyword {!r} is outside the subset agenthub checks".format(
@@ -988,7 +1013,8 @@ def _kw_properties(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) 
 
 
 def _kw_additional(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
-    known = set(schema.get("properties") or ())
+    props = schema.get("properties")
+    known = set(props) if isinstance(props, Mapping) else set()  # (not an object: its own keyword refuses it)
     node = None if spec is False else comp.node(spec, where)
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -1021,7 +1047,8 @@ def _kw_items(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Ch
     if isinstance(spec, list):  # draft 4 .. 2019-09's tuple form
         return _kw_prefix(comp, spec, schema, where)
     node = comp.node(spec, where)
-    skip = len(schema.get("prefixItems") or ())
+    prefix = schema.get("prefixItems")
+    skip = len(prefix) if isinstance(prefix, list) else 0  # (not a list: its own keyword refuses it)
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
         if not isinstance(value, list):

@@ -294,21 +294,30 @@ def test_trace_show_on_a_terminal_shows_a_recorded_escape_not_obeys_it(tmp_path)
     assert HOSTILE in piped.stdout.decode("utf-8")  # (a pipe gets it as it was)
 
 
+def _batch_with_errors(fake, tmp_path, capsys, monkeypatch, message):
+    """A one-row batch submitted to ``fake`` (its state file's path), the engine's errors saying ``message``."""
+    from agenthub.__main__ import main
+    from batch_fakes import point_at
+
+    point_at(monkeypatch, fake)
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"id": "q0", "model": "gpt-5.5", "config": {"max_tokens": 5}, "messages": [
+        {"role": "user", "content_items": [{"type": "text", "text": "x"}]}]}) + "\n")
+    assert main(["batch", "submit", str(path), "--backend", "openai"]) == 0
+    state = capsys.readouterr()[0].strip()
+    for batch in fake.batches.values():
+        batch.errors = [{"code": "invalid_request", "message": message}]
+    return state
+
+
 def test_batch_status_on_a_terminal_shows_an_engines_error_text_escaped(tmp_path, capsys, monkeypatch):
     """`agenthub batch status` printed a batch's errors (the engine's text) raw: escapes reached the terminal."""
     from agenthub import _controls
     from agenthub.__main__ import main
-    from batch_fakes import BatchFake, point_at
+    from batch_fakes import BatchFake
 
     with BatchFake(polls=5) as fake:
-        point_at(monkeypatch, fake)
-        path = tmp_path / "in.jsonl"
-        path.write_text(json.dumps({"id": "q0", "model": "gpt-5.5", "config": {"max_tokens": 5}, "messages": [
-            {"role": "user", "content_items": [{"type": "text", "text": "x"}]}]}) + "\n")
-        assert main(["batch", "submit", str(path), "--backend", "openai"]) == 0
-        state = capsys.readouterr()[0].strip()
-        for batch in fake.batches.values():
-            batch.errors = [{"code": "invalid_request", "message": HOSTILE}]
+        state = _batch_with_errors(fake, tmp_path, capsys, monkeypatch, HOSTILE)
         assert main(["batch", "status", state]) == 4
         piped = capsys.readouterr()[0]
         monkeypatch.setattr(_controls, "is_terminal", lambda stream: True)
@@ -443,3 +452,71 @@ def test_deep_json_at_the_edit_prompt_and_in_a_journal_entry_is_no_traceback():
             return ['{"k": "header"}', deep]
 
     assert _entries(Store(), "trip-1") == [{"k": "header"}, {"k": "corrupt", "n": 1}]
+
+
+def _answer_text(text):
+    chunks = [{"choices": [{"index": 0, "delta": {"content": text}}]},
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    return Answer([("data: " + json.dumps(c) + "\n\n").encode() for c in chunks] + [b"data: [DONE]\n\n"])
+
+
+#: what JSON leaves as it is (it escapes only C0) and a terminal obeys or reorders by: DEL, a C1 CSI and OSC, RLO
+JSON_HOSTILE = "a\x7fb\u009b2Jc\u009d52;c;eA==\u009cd\u202ee"
+JSON_HOSTILE_SHOWN = "a\\u007fb\\u009b2Jc\\u009d52;c;eA==\\u009cd\\u202ee"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "win32", reason="needs a pseudo-terminal")
+@pytest.mark.parametrize("flags, shown", [
+    (["--schema", "name str"], '{\n  "name": "' + JSON_HOSTILE_SHOWN + '"\n}\n'),
+    (["--json"], '"text": "{\\"name\\": \\"' + JSON_HOSTILE_SHOWN + '\\"}"'),
+])
+def test_json_on_a_terminal_escapes_the_c1_and_bidi_controls_json_leaves_raw(server, tmp_path, flags, shown):
+    """`--schema` and `--json` wrote the model's JSON with ensure_ascii=False as it was: JSON escapes ESC but not a
+    C1 CSI/OSC (U+009B, U+009D) nor U+202E, so the model's text drove or reordered the terminal. On a terminal they
+    are JSON escapes now (the same JSON value); a pipe gets them as they came."""
+    answer = json.dumps({"name": JSON_HOSTILE}, ensure_ascii=False)
+    server.answers.append(_answer_text(answer))
+    terminal = Terminal(["chat", "demo-model", "hi", "--no-log"] + flags + _local(server),
+                        _env(tmp_path, NO_COLOR="1"))
+    try:
+        status = terminal.exit_status(timeout=60)
+    finally:
+        terminal.kill()
+    seen = terminal.seen.decode("utf-8").replace("\r\n", "\n")
+    assert shown in seen
+    assert not any(char in seen for char in "\x7f\u009b\u009c\u009d\u202e")
+    assert status == 0
+    server.answers.append(_answer_text(answer))
+    piped = _agenthub(["chat", "demo-model", "hi", "--no-log"] + flags + _local(server), _env(tmp_path))
+    assert piped.returncode == 0
+    assert JSON_HOSTILE in piped.stdout.decode("utf-8")  # (a pipe: as the model said it)
+
+
+def test_logs_and_batch_status_json_on_a_terminal_escape_the_c1_and_bidi_controls(tmp_path, capsys, monkeypatch):
+    """`logs list --json`, `logs export` and `batch status --json` wrote a logged prompt's (an engine's) C1 and bidi
+    controls raw to the terminal: JSON escapes only C0. On a terminal they are JSON escapes (the same value)."""
+    from agenthub import _controls
+    from agenthub.__main__ import main
+    from agenthub.apps import conversations
+    from agenthub.apps.conversations import Log
+    from batch_fakes import BatchFake
+
+    monkeypatch.setenv("AGENTHUB_HOME", str(tmp_path))
+    with Log(str(tmp_path / "logs.db")) as log:
+        log.add_turn(log.start("m"), "m", {"role": "user", "content_items": [{"type": "text", "text": JSON_HOSTILE}]},
+                     {"role": "assistant", "content_items": [{"type": "text", "text": "ok"}]})
+    assert conversations.run_logs(argparse.Namespace(logs_command="list", count=20, json=True), sys.stdout) == 0
+    assert json.loads(capsys.readouterr()[0])[0]["first_prompt"] == JSON_HOSTILE  # (a pipe: as it was)
+    monkeypatch.setattr(_controls, "is_terminal", lambda stream: True)
+    for action in (argparse.Namespace(logs_command="list", count=20, json=True),
+                   argparse.Namespace(logs_command="export", id=None, markdown=False)):
+        assert conversations.run_logs(action, sys.stdout) == 0
+        shown = capsys.readouterr()[0]
+        assert JSON_HOSTILE_SHOWN in shown and not any(char in shown for char in "\x7f\u009b\u009c\u009d\u202e")
+        assert JSON_HOSTILE in json.dumps(json.loads(shown), ensure_ascii=False)  # (the same JSON value)
+    with BatchFake(polls=5) as fake:
+        state = _batch_with_errors(fake, tmp_path, capsys, monkeypatch, JSON_HOSTILE)
+        assert main(["batch", "status", state, "--json"]) == 4
+        shown = capsys.readouterr()[0]
+    assert JSON_HOSTILE_SHOWN in shown and not any(char in shown for char in "\x7f\u009b\u009c\u009d\u202e")
+    assert JSON_HOSTILE in json.dumps(json.loads(shown), ensure_ascii=False)

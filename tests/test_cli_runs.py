@@ -60,6 +60,11 @@ def _chat(server, tmp_path, journal, *extra):
             "--no-log"] + list(extra)
 
 
+def _text(path):
+    with open(path) as handle:
+        return handle.read()
+
+
 def _killed_at(argv, env, marks, name, stdin=None):
     """Start the command (``stdin``: what the user types); SIGKILL it once the tool ``name`` has started (its mark
     written)."""
@@ -70,7 +75,7 @@ def _killed_at(argv, env, marks, name, stdin=None):
             child.stdin.write(stdin.encode())
             child.stdin.close()
         deadline = time.monotonic() + 60
-        while not (os.path.exists(marks) and name in open(marks).read().split()):
+        while not (os.path.exists(marks) and name in _text(marks).split()):
             assert child.poll() is None, child.stderr.read()
             assert time.monotonic() < deadline, "the tool never started"
             time.sleep(0.02)
@@ -107,7 +112,7 @@ def test_a_chat_tool_run_killed_at_a_tool_resumes_with_the_same_command_and_pays
         assert again.returncode == 0, again.stderr
         assert len(server.requests) == 2  # the first turn came from the journal: sent once in all
     assert again.stdout == "Rome is open.\n"
-    assert open(marks).read().split() == ["look_up", "look_up"]  # idempotent: run again (at least once)
+    assert _text(marks).split() == ["look_up", "look_up"]  # idempotent: run again (at least once)
     assert again.stderr.splitlines()[-1].endswith(
         "[journaled run trip-1: 1 turn and 0 tool results taken from the journal]")
     assert '[tool look_up({"city": "Rome"}) -> Rome: open (' in again.stderr
@@ -150,14 +155,14 @@ def test_a_non_idempotent_call_a_crash_interrupted_runs_again_only_when_the_user
         _killed_at(argv + ["--yes"], _env(tmp_path, HANG="pay"), marks, "pay")
         kept = _cli(argv + ["--yes", "--journal-wait", "10"], _env(tmp_path))
         assert kept.returncode == 0, kept.stderr
-        assert open(marks).read().split() == ["pay"]  # --yes never reruns it: at most once
+        assert _text(marks).split() == ["pay"]  # --yes never reruns it: at most once
         assert "[interrupted by a crash, not run again (@tool(idempotent=False)): c1: it may have run once]" in kept.stderr
         assert "[run the command again without --yes to decide]" in kept.stderr
         assert len(server.requests) == 1
         decided = _cli(argv, _env(tmp_path), stdin="y\n")  # asked (y/n/e) and answered: it runs again
         assert decided.returncode == 0, decided.stderr
         assert len(server.requests) == 2
-    assert open(marks).read().split() == ["pay", "pay"]
+    assert _text(marks).split() == ["pay", "pay"]
     assert decided.stdout == "Paid.\n"
     assert '[tool pay({"amount": 30})] run it? [y/n/e] ' in decided.stderr
 
@@ -272,5 +277,5 @@ def test_calls_interrupted_in_two_turns_under_one_reused_id_are_each_run_again_o
         _killed_at(argv, _env(tmp_path, HANG="pay31"), marks, "pay31", stdin="y\ny\n")
         decided = _cli(argv, _env(tmp_path), stdin="y\n")  # pay(31) interrupted: y
         assert decided.returncode == 0, decided.stderr
-    assert open(marks).read().split() == ["pay30", "pay30", "pay31", "pay31"]
+    assert _text(marks).split() == ["pay30", "pay30", "pay31", "pay31"]
     assert decided.stdout == "Paid.\n" and len(server.requests) == 3

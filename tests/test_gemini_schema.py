@@ -157,3 +157,31 @@ def test_a_keyword_gemini_ignores_stays_in_the_schema_and_typed_output_checks_th
         "The answer did not match the required JSON Schema:\n- code: expected a string matching \"^[A-Z]{3}$\", "
         "got \"ab\"\n- code: expected at least 3 characters, got \"ab\"\nAnswer again with the corrected value "
         "only.")}]}
+
+
+def test_a_nullable_enum_is_an_enum_of_its_strings_and_nullable():
+    """``"enum": ["low", "high", null]`` (the nullable enum OpenAI's strict mode asks for, and what typed output's
+    strict form makes of a ``Literal`` field with a default) was refused on Gemini 1.x / 2.0 ("values other than
+    strings"): a user's response_format failed, and typed output fell back from the native schema to a forced
+    tool. The subset says it: the strings as the enum, and ``nullable``."""
+    schema = {"type": "object", "additionalProperties": False, "required": ["priority"],
+              "properties": {"priority": {"type": ["string", "null"], "enum": ["low", "high", None]}}}
+    assert _sent("gemini-2.0-flash", schema)["responseSchema"] == {
+        "type": "OBJECT", "additionalProperties": False, "required": ["priority"],
+        "properties": {"priority": {"type": "STRING", "enum": ["low", "high"], "nullable": True}}}
+    with pytest.raises(UnsupportedParameterError):
+        _sent("gemini-2.0-flash", {"type": "integer", "enum": [1, None]})  # (still strings only)
+
+    import dataclasses
+    from typing import Literal
+
+    import agenthub
+    from agenthub.output.shape import shape
+
+    @dataclasses.dataclass
+    class Ticket:
+        title: str
+        priority: Literal["low", "high"] = "low"
+
+    client = AutoLLMClient("gemini-2.0-flash", api_key="gm-test")
+    assert shape(client, [agenthub.user("x")], Ticket, {}).mode == "schema"  # (not the forced tool)

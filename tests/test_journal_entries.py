@@ -114,6 +114,12 @@ CORRUPT = [
     {"k": "started", "turn": 0},  # no agenthub writes it
     {"k": "turn", "turn": 1, "cost": None, "route": {}, "message": ANSWER},  # replayed as turn 0
     {"k": "attach", "turn": 0, "id": "resp_1", "wire": "openai-responses", "route": ["gpt-5.5"]},  # AttributeError
+    {"k": "turn", "turn": 0, "cost": None, "route": {},
+     "message": dict(ANSWER, usage_metadata=[40])},  # AttributeError summing the run's usage; runs show too
+    {"k": "turn", "turn": 0, "cost": None, "route": {},  # TypeError summing; runs show cleared the screen
+     "message": dict(ANSWER, usage_metadata={"prompt_tokens": "\x1b[2J", "response_tokens": 5})},
+    {"k": "turn", "turn": 0, "cost": None, "route": {},
+     "message": dict(ANSWER, usage_metadata={"prompt_tokens": True})},  # a bool is no count
 ]
 
 

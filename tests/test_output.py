@@ -585,3 +585,121 @@ def test_tools_the_model_may_call_are_refused_before_sending():
                 "tools=[...], output=...) for a typed answer with tools (or tool_choice 'none')")
         assert server.requests == []
         assert client.parse([USER], Invoice, {"tools": [tool], "tool_choice": "none"}).value == VALUE
+
+
+def test_a_strict_pydantic_model_takes_the_json_an_answer_holds():
+    """A pydantic model with ``strict=True`` (a usual choice for a model's output: no coercion) was validated as
+    Python objects: strict Python mode takes only a ``date``, an Enum member, a tuple, a UUID instance, never the
+    JSON string or array a model writes for them, so every answer was re-asked and the call failed, each attempt
+    paid for. It is validated as the JSON it is now (pydantic's JSON mode), as pydantic validates such a reply."""
+    pydantic = pytest.importorskip("pydantic", minversion="2")
+    import datetime
+    import uuid
+    from typing import Tuple
+
+    class Booking(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(strict=True)
+        day: datetime.date
+        kind: Kind
+        seats: Tuple[int, int]
+        ref: uuid.UUID
+
+    answer = {"day": "2026-12-07", "kind": "goods", "seats": [3, 4], "ref": "12345678-1234-5678-1234-567812345678"}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))])]
+        parsed = client_for(server, "openai-chat").parse([USER], Booking, retries=0)
+    assert len(server.requests) == 1
+    assert parsed.value == Booking(day=datetime.date(2026, 12, 7), kind=Kind.GOODS, seats=(3, 4),
+                                   ref=uuid.UUID("12345678-1234-5678-1234-567812345678"))
+    assert (parsed.attempts, parsed.json) == (1, answer)
+    with SSEServer() as server:  # (still strict: a number as a string is refused, as pydantic refuses it)
+        server.answers += [Answer([chat_text(json.dumps(dict(answer, seats=["3", 4])))])]
+        with pytest.raises(OutputValidationError) as caught:
+            client_for(server, "openai-chat").parse([USER], Booking, retries=0)
+    assert caught.value.problems == [["seats[0]: Input should be a valid integer"]]
+
+
+def test_a_null_for_an_optional_property_under_all_of_is_left_out():
+    """``allOf: [{"$ref": ...}]`` (how pydantic v1 and many hand-written schemas give a nested object a description
+    or a default): the strict form makes the nested object's optional properties required and nullable, but the
+    null the model then writes was not read back as "left out" under an ``allOf``, so every such answer failed
+    (``ship.zip: expected a string, got null``), was re-asked and paid for."""
+    address = {"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+               "required": ["city"]}
+    schema = {"type": "object", "$defs": {"Address": address}, "required": ["ship"], "properties": {
+        "ship": {"description": "Where it goes.", "allOf": [{"$ref": "#/$defs/Address"}]},
+        "bill": {"anyOf": [{"allOf": [{"$ref": "#/$defs/Address"}]}, {"type": "null"}]},
+        "old": {"type": "array", "items": {"allOf": [{"$ref": "#/$defs/Address"}]}}}}
+    answer = {"ship": {"city": "Oslo", "zip": None}, "bill": {"city": "Bergen", "zip": None},
+              "old": [{"city": "Rome", "zip": None}]}
+    kept = {"ship": {"city": "Oslo"}, "bill": {"city": "Bergen"}, "old": [{"city": "Rome"}]}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))])]
+        parsed = client_for(server, "openai-chat").parse([USER], schema, retries=0)
+    sent = server.requests[0]["body"]["response_format"]["json_schema"]["schema"]
+    assert sent["$defs"]["Address"]["properties"]["zip"] == {"type": ["string", "null"]}
+    assert (parsed.value, parsed.json, parsed.attempts) == (kept, kept, 1)
+    v1 = pytest.importorskip("pydantic.v1") if sys.version_info >= (3, 9) else None
+    if v1 is None:
+        return
+
+    class Address(v1.BaseModel):
+        city: str
+        zip: str = "0000"
+
+    class Order(v1.BaseModel):
+        ship: Address = v1.Field(..., description="Where it goes.")
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps({"ship": {"city": "Oslo", "zip": None}}))])]
+        parsed = client_for(server, "openai-chat").parse([USER], Order, retries=0)
+    assert parsed.value == Order(ship=Address(city="Oslo", zip="0000"))
+
+
+@pytest.mark.parametrize("schema, words", [
+    ({"type": "object", "properties": {"p": {"type": "string", "format": ["date"]}}, "required": ["p"]},
+     "schema.properties.p.format: must be a string, got [\"date\"]"),
+    ({"type": "object", "properties": {"p": {"type": "integer", "description": 5}}, "required": ["p"]},
+     "schema.properties.p.description: must be a string, got 5"),
+    ({"type": "array", "items": True, "prefixItems": 1.5}, "schema.prefixItems: must be an array of schemas, got 1.5"),
+    ({"type": "object", "additionalProperties": False, "properties": [{}]},
+     "schema.properties: must be an object of schemas, got [{}]"),
+])
+@pytest.mark.parametrize("model", ["gpt-5.4-mini", "claude-sonnet-4-6", "gemini-2.5-flash"])
+def test_a_schema_with_a_keyword_of_the_wrong_type_is_a_config_error_before_sending(schema, words, model):
+    """A JSON Schema given as the output type with a ``format`` that is not a string (a TypeError: unhashable
+    list, in the strict check), ``prefixItems`` or ``properties`` of the wrong type (a TypeError in the compiler,
+    read by a keyword checked before their own), or a ``description`` that is not a string (sent as it was: a
+    400) is a ConfigError naming the place, nothing sent."""
+    with SSEServer() as server:
+        client = AutoLLMClient(model, api_key="sk-test-output-0001", base_url=server.url + "/v1", max_retries=0)
+        with pytest.raises(ConfigError) as caught:
+            client.parse([USER], schema)
+        assert server.requests == []
+    assert words in str(caught.value)
+
+
+@dataclasses.dataclass
+class Order:
+    sku: str
+    qty: int = 1
+    gift: bool = False
+
+
+@pytest.mark.parametrize("model, client_type, mode", [
+    ("kimi-k2.6", "moonshot", "json_object"),                      # JSON mode, the schema in the system prompt
+    ("gpt-5.4-mini", "openai-chat", "schema"),                     # strict mode (as before)
+])
+def test_a_null_for_an_optional_field_is_left_out_on_every_wire(model, client_type, mode):
+    """Where the schema goes in the system prompt (JSON mode, or no structured output at all), a model that writes
+    ``null`` for a field it leaves to its default (``"qty": null``: models write every key) had its answer refused
+    and re-asked, each re-ask paid for, where the same answer on a strict-mode wire held: a null for a property
+    that is optional and not nullable is read as "left out" on every wire now."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps({"sku": "pen", "qty": None, "gift": None}))])]
+        client = AutoLLMClient(model, api_key="sk-test-output-0001", base_url=server.url + "/v1",
+                               client_type=client_type, max_retries=0)
+        assert shape(client, [USER], Order, {}).mode == mode
+        parsed = client.parse([USER], Order, retries=0)
+    assert len(server.requests) == 1
+    assert (parsed.value, parsed.json, parsed.attempts) == (Order("pen"), {"sku": "pen"}, 1)

@@ -199,6 +199,15 @@ def _number_or_none(value: Any) -> bool:
     return value is None or (type(value) in (int, float) and _FINITE[0] < value < _FINITE[1])
 
 
+def _usage(usage: Any) -> bool:
+    """A turn's usage as the run sums it: None, or an object whose counts are None or ints (not a list, a count
+    that is a string: a resume summed them with TypeError, and ``agenthub runs show`` wrote them out raw)."""
+    from ..types import USAGE_KEYS
+
+    return usage is None or (type(usage) is dict and all(
+        usage.get(key) is None or _int(usage.get(key), 0) for key in USAGE_KEYS))
+
+
 def _checked_message(message: Any, role: str) -> bool:
     from ..validate import check_message
 
@@ -245,6 +254,7 @@ def entry_read(entry: Dict[str, Any], turns: int) -> Dict[str, Any]:
         if entry.get("turn") != turns or type(entry.get("turn")) is not int:
             raise ValueError("turn {!r} where turn {} is next".format(entry.get("turn"), turns))
         if not (_int(entry.get("turn"), 0) and _checked_message(entry.get("message"), "assistant")
+                and _usage(entry["message"].get("usage_metadata"))
                 and _number_or_none(entry.get("cost")) and _number_or_none(entry.get("cut"))
                 and (entry.get("route") is None
                                                              or type(entry.get("route")) is dict)):

@@ -10,6 +10,7 @@ import signal
 import sys
 from typing import Any, Dict, List, Optional, Set, TextIO
 
+from .._controls import json_for
 from ..stream import surrogates_escaped
 from .terminal import Printer, _dollars, safe
 
@@ -587,7 +588,7 @@ def _tool_run(client: Any, args: Any, config: Dict[str, Any], messages: List[Any
             if decisions is not None and event.get("replayed"):  # (shown in the run before the decision)
                 pass
             elif args.json:
-                out.write(surrogates_escaped(json.dumps(to_jsonable(event), ensure_ascii=False)) + "\n")
+                out.write(json_for(out)(surrogates_escaped(json.dumps(to_jsonable(event), ensure_ascii=False))) + "\n")
                 out.flush()
             elif event["role"] == "user":
                 item = event["content_items"][0]
@@ -789,7 +790,7 @@ def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], me
                         printer.line("[fallback: {} answered]".format(answered))
             events.append(event)
             if args.json:
-                out.write(surrogates_escaped(json.dumps(to_jsonable(event), ensure_ascii=False)) + "\n")
+                out.write(json_for(out)(surrogates_escaped(json.dumps(to_jsonable(event), ensure_ascii=False))) + "\n")
                 out.flush()
             else:
                 printer.event(event)
@@ -814,7 +815,7 @@ def _parsed_turn(client: Any, args: Any, config: Dict[str, Any], history: List[A
 
     parsed = client.parse(history + [message], args.output_schema, config)
     pretty = is_terminal(out) and not args.json
-    out.write(json.dumps(parsed.json, ensure_ascii=False, indent=2 if pretty else None) + "\n")
+    out.write(json_for(out)(json.dumps(parsed.json, ensure_ascii=False, indent=2 if pretty else None)) + "\n")
     out.flush()
     if parsed.attempts > 1:
         err.write("[valid after {} attempts: the answers before did not match the schema]\n".format(parsed.attempts))

@@ -317,6 +317,7 @@ def run_logs(args: Any, out: Any) -> int:
             out.write("no conversations logged yet ({})\n".format(path))
             return 0
         raise ConfigError("no conversation log at {}".format(path))
+    from .._controls import json_for
     from .terminal import is_terminal, printable
 
     shown = printable if is_terminal(out) else (lambda text: text)  # (a terminal obeys no logged escape)
@@ -324,7 +325,7 @@ def run_logs(args: Any, out: Any) -> int:
         if action == "list":
             rows = log.list(getattr(args, "count", 20))
             if getattr(args, "json", False):
-                out.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+                out.write(json_for(out)(json.dumps(rows, indent=2, ensure_ascii=False)) + "\n")
                 return 0
             for row in rows:
                 out.write(shown("{}  {}  {:<28} {:>3} turn(s)  {}\n".format(
@@ -340,7 +341,7 @@ def run_logs(args: Any, out: Any) -> int:
             else:
                 found = log.conversation(conversation)
                 found["messages"] = log.history(conversation)
-                out.write(_dumps(found) + "\n")
+                out.write(json_for(out)(_dumps(found)) + "\n")
             return 0
         for turn in log.turns(conversation):  # show
             out.write(shown("[{}] you: {}\n".format(_when(turn["created_at"]), _text_of(turn["prompt"]))))

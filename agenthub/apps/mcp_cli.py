@@ -2,16 +2,18 @@
 
 TARGET is an MCP server's URL (Streamable HTTP) or the command that starts it (stdio): the remaining
 arguments, or one quoted string split as a shell would.  ``--header "Name: value"`` (repeatable) goes to
-a URL's own origin only; ``--json`` prints ToolSchemas / the tool_result item as JSON.  On a terminal, a
-server's words (tool names, descriptions, results) are written with their control characters and
-bidirectional overrides shown, not obeyed (``terminal.safe``); a pipe gets them as they are.
+a URL's own origin only, and so does ``--header-env "Name: VARIABLE"`` (the value an environment variable's:
+a token kept out of the command line, which every user of the machine can read); ``--json`` prints
+ToolSchemas / the tool_result item as JSON.  On a terminal, a server's words (tool names, descriptions,
+results) are written with their control characters and bidirectional overrides shown, not obeyed
+(``terminal.safe``); a pipe gets them as they are.
 """
 
 import argparse
 import json
 import shlex
 import sys
-from typing import Any, List, TextIO, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO, Union
 
 from ..errors import ConfigError
 
@@ -29,6 +31,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     for action in (tools, call):
         action.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                             help="an HTTP header for a URL target (its origin only); repeatable")
+        action.add_argument("--header-env", action="append", default=[], metavar="'NAME: VARIABLE'",
+                            help="an HTTP header whose value is the environment variable VARIABLE's (a token kept "
+                                 "out of the command line, which other users of the machine can read); repeatable")
         action.add_argument("--timeout", type=float, metavar="SECONDS", help="per request and start-up (default 60)")
         action.add_argument("--protocol", default="auto", help='"auto" (default) or a revision such as 2025-11-25')
         action.add_argument("--json", action="store_true", help="print JSON")
@@ -49,13 +54,27 @@ def target_of(words: List[str]) -> Union[str, List[str]]:
     return list(words)
 
 
-def _headers(values: List[str]) -> Any:
-    headers = {}
-    for value in values:
+def _headers(values: List[str], from_env: Sequence[str] = (), environ: Optional[Mapping[str, str]] = None) -> Any:
+    """``--header 'Name: value'`` and ``--header-env 'Name: VARIABLE'`` (the value read from the environment: a
+    command line is readable by every user of the machine, ``ps``); a name given twice is a ConfigError."""
+    import os
+
+    env = os.environ if environ is None else environ
+    headers = {}  # type: Dict[str, str]
+    given = [("--header", value) for value in values] + [("--header-env", value) for value in from_env]
+    for flag, value in given:
         name, sep, text = value.partition(":")
-        if not sep or not name.strip():
-            raise ConfigError("--header wants 'Name: value'")
-        headers[name.strip()] = text.strip()
+        name, text = name.strip(), text.strip()
+        if not sep or not name:
+            raise ConfigError("{} wants 'Name: {}'".format(flag, "value" if flag == "--header" else "VARIABLE"))
+        if flag == "--header-env":
+            if not text or not env.get(text, "").strip():
+                raise ConfigError("--header-env {}: the environment variable {!r} is {}".format(
+                    name, text, "not named" if not text else "not set" if text not in env else "empty"))
+            text = env[text].strip()
+        if name.lower() in (known.lower() for known in headers):
+            raise ConfigError("{}: the header {!r} is given twice".format(flag, name))
+        headers[name] = text
     return headers or None
 
 
@@ -78,9 +97,9 @@ def run(args: Any, out: TextIO = sys.stdout) -> int:
         if not isinstance(arguments, dict):
             raise ConfigError("the tool's arguments must be a JSON object")
     target = target_of(words)
-    headers = _headers(args.header)
+    headers = _headers(args.header, getattr(args, "header_env", ()))
     if headers is not None and not isinstance(target, str):
-        raise ConfigError("--header is for a URL target")
+        raise ConfigError("--header and --header-env are for a URL target")
     from .._redact import scrub_text
     from .terminal import shown_for
 

@@ -99,10 +99,12 @@ def _status(args: argparse.Namespace) -> int:
 
     status = load(args.state).status()
     if args.json:
+        from .._controls import json_for
         from ..stream import surrogates_escaped
 
-        print(surrogates_escaped(json.dumps({"state": status.state, "rows": status.rows, "done": status.done,
-                                             "batches": [asdict(b) for b in status.batches]}, ensure_ascii=False)))
+        print(json_for(sys.stdout)(surrogates_escaped(json.dumps({
+            "state": status.state, "rows": status.rows, "done": status.done,
+            "batches": [asdict(b) for b in status.batches]}, ensure_ascii=False))))
     else:
         _say(status.summary())
     return 0 if status.done else EXIT_NOT_ENDED

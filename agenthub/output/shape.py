@@ -149,6 +149,8 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
     if isinstance(ref, str):
         target = defs.get(ref)
         return _drop_added_nulls(data, target, defs, depth + 1) if target is not None else data
+    for part in schema.get("allOf") or ():  # (``allOf: [{"$ref": ...}]``: a nested object with a description)
+        data = _drop_added_nulls(data, part, defs, depth + 1) if isinstance(part, Mapping) else data
     if isinstance(data, dict):
         props = schema.get("properties")
         if isinstance(props, dict):
@@ -162,7 +164,7 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
             return out
         branches = [branch for branch in schema.get("anyOf") or schema.get("oneOf") or ()
                     if isinstance(branch, Mapping) and (branch.get("type") == "object" or "properties" in branch
-                                                        or "$ref" in branch)]
+                                                        or "$ref" in branch or "allOf" in branch)]
         # the branch the answer is (``Union[Cat, Dog]``: a dog's null ``bark`` is Dog's to leave out), else the first
         if branches:
             chosen = next((branch for branch in branches if _fits(data, branch, defs)), branches[0])
@@ -277,9 +279,8 @@ class Shaped(object):
 
     def convert(self, data: Any) -> Tuple[Any, List[str], Any]:
         """(the typed value, [], its JSON) of the answer's JSON, or (None, the problems (``path: what``), None)."""
-        original = self._original
-        if self.mode in ("schema", "tool"):
-            data = _drop_added_nulls(data, original, _definitions(original))
+        original = self._original  # (every mode: a model shown the schema in a prompt writes such nulls too)
+        data = _drop_added_nulls(data, original, _definitions(original))
         if self.wrapped:
             if not isinstance(data, dict) or _WRAP not in data:
                 return None, ["the answer must be an object {{\"{}\": ...}}".format(_WRAP)], None

@@ -207,8 +207,9 @@ def _schema_field(model: str) -> str:
 
 
 # -- JSON Schema -> the OpenAPI subset of ``responseSchema`` (Gemini 1.x / 2.0), as google-genai's
-# -- _transformers.process_schema does it: $defs inlined, null types read as ``nullable``, a string const as a
-# -- one-value enum, ``propertyOrdering`` kept in the caller's order, types in the Schema proto's upper case
+# -- _transformers.process_schema does it: $defs inlined, null types (and a null among enum values) read as
+# -- ``nullable``, a string const as a one-value enum, ``propertyOrdering`` kept in the caller's order, types in
+# -- the Schema proto's upper case
 
 #: the keywords of the subset (the Schema proto's fields; the value of each is converted where it holds schemas)
 _SUBSET = frozenset(["type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
@@ -307,9 +308,11 @@ def _openapi(client: str, schema: Any, defs: Mapping[str, Any], refs: Tuple[str,
             else:
                 out[key] = arms
         elif key == "enum":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            if not isinstance(value, list) or not all(isinstance(v, str) or v is None for v in value):
                 raise _schema_error(client, at, "has values other than strings")
-            out[key] = list(value)
+            out[key] = [v for v in value if v is not None]
+            if len(out[key]) < len(value):  # (``["a", "b", null]``: a nullable enum, the proto's enum is strings)
+                nullable = True
         elif key == "additionalProperties":
             if value is False:
                 out[key] = False  # (as google-genai sends it)

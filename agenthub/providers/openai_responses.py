@@ -500,7 +500,7 @@ def _holds(schema: Any) -> bool:
         return False
     if "array" in kinds and "items" not in schema:
         return False
-    if "format" in schema and schema["format"] not in OPENAI_STRICT_FORMATS:
+    if "format" in schema and not (isinstance(schema["format"], str) and schema["format"] in OPENAI_STRICT_FORMATS):
         return False
     for key, child in schema.items():
         if key in ("properties", "$defs", "definitions"):
