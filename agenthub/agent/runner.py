@@ -33,7 +33,8 @@ Rules (issue 30's Decisions):
 - A turn's calls run concurrently, at most ``parallel`` at a time, on the run's pool of daemon threads (kept
   between turns, ended with the run; a lone call without a timeout runs in the run's thread; calls without a
   timeout start one after another on one pool thread; once a call there has run 2 ms, the calls it has not
-  started go to threads of their own); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
+  started go to threads of their own; a turn whose calls are all of tools whose every call in the run so far
+  returned within 2 ms, none with a timeout, runs them in the run's thread); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
   and reports the timeout; Python cannot stop a thread, so the function runs on until it returns, its
   result is dropped, its slot is held until it returns (the calls beyond get an error result when every
   slot is so held), and being a daemon thread it does not hold up the interpreter's exit.  A tool that must not
@@ -1414,7 +1415,8 @@ class Run(object):
         """Stop the run from any thread: a model stream being read is aborted, a wait for tool threads ends
         at once, and the reading thread's run ends with ``stop == "aborted"`` (``pending``: the calls of the
         turn that got no result; results that came are kept).  A tool running in the reading thread itself
-        (a lone call without a timeout, or ``parallel=1``) cannot be stopped: the run ends when it returns.
+        (a lone call without a timeout, ``parallel=1``, or a turn of tools known quick: docs/tools.md) cannot
+        be stopped: the run ends when it returns.
         Threads of tools still running are left to finish (see docs/tools.md)."""
         with self._lock:
             self._aborted = True
