@@ -19,7 +19,8 @@ from typing import Any, Iterable, List, Mapping, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["PUBLIC_HEADERS", "is_public_header", "secret_values", "redact_headers", "redact_url", "url_secrets",
-           "scrub_text", "body_secrets", "redact_mcp_servers", "url_query_secrets", "redact_url_query",
+           "scrub_text", "scrub_cut", "CUT_MARKER", "body_secrets", "redact_mcp_servers", "url_query_secrets",
+           "redact_url_query",
            "SECRET_ENV_NAME", "env_secrets", "scrub_free_text", "text_secrets", "shown_url",
            "request_url_secrets", "is_secret_name", "named_secrets", "redact_named"]
 
@@ -123,10 +124,60 @@ def redact_url(url: Any) -> Any:
 
 
 def scrub_text(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of ``secrets`` replaced by ``***``, and what a cut left of one (``scrub_cut``)."""
+    secrets = list(secrets)
     for secret in secrets:
         if secret and secret in text:
             text = text.replace(secret, "***")
-    return text
+    return scrub_cut(text, secrets) if CUT_MARKER in text else text
+
+
+#: what ``errors.preview`` writes where it cut a text short (its head before it, its tail after it)
+CUT_MARKER = "...[truncated]..."
+#: the shortest piece of a secret that a cut left and ``scrub_cut`` replaces (three characters say next to nothing)
+MIN_CUT_PIECE = 4
+
+
+def scrub_cut(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with what a cut left of ``secrets`` replaced by ``***``, in a text cut short (it holds
+    ``CUT_MARKER``: ``errors.preview`` kept its head and tail, and an error body read up to its cap ends the tail):
+    the longest head of a secret (``MIN_CUT_PIECE`` characters or more) that ends the text or the part before a
+    marker, and the longest tail of one that starts the part after a marker.  A whole secret is ``scrub_text``'s."""
+    values = [s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET]
+    if not values or CUT_MARKER not in text:
+        return text
+    parts = text.split(CUT_MARKER)
+    for n, part in enumerate(parts):
+        if n:  # after a marker: a secret's tail may start it
+            tail = max([_tail_of(secret, part) for secret in values])
+            part = "***" + part[tail:] if tail else part
+        head = max([_head_of(secret, part) for secret in values])
+        parts[n] = part[:len(part) - head] + "***" if head else part
+    return CUT_MARKER.join(parts)
+
+
+def _head_of(secret: str, text: str) -> int:
+    """The length of the longest proper head of ``secret`` (``MIN_CUT_PIECE`` characters or more) ending ``text``."""
+    lead = secret[:MIN_CUT_PIECE]
+    at = text.find(lead, max(0, len(text) - len(secret) + 1))  # (each place the head may begin: its first characters)
+    while at != -1:
+        if secret.startswith(text[at:]):
+            return len(text) - at
+        at = text.find(lead, at + 1)
+    return 0
+
+
+def _tail_of(secret: str, text: str) -> int:
+    """The length of the longest proper tail of ``secret`` (``MIN_CUT_PIECE`` characters or more) starting ``text``."""
+    lead = text[:MIN_CUT_PIECE]
+    if len(lead) < MIN_CUT_PIECE:
+        return 0
+    at = secret.find(lead, 1)
+    while at != -1:
+        if text.startswith(secret[at:]):
+            return len(secret) - at
+        at = secret.find(lead, at + 1)
+    return 0
 
 
 def url_query_secrets(url: Any) -> List[str]:

@@ -34,6 +34,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from ._redact import scrub_text
 from .errors import AgentHubError, ConfigError
 from .resume import RESUMED
 
@@ -157,6 +158,8 @@ class Attempt(object):
     after a crash, ``AutoLLMClient._reattach``; None otherwise), ``routes_left`` (on the
     call: how many failover routes come after the one being tried; 0 on the last route, or with no
     fallbacks: a rate limiter's pause of this endpoint sends a call that has somewhere else to go there),
+    ``tier`` (the catalog tier the route's endpoint bills at above the model's standard prices,
+    ``catalog.endpoint_tier``: ``regional`` for Claude on a Vertex AI regional endpoint; None otherwise),
     ``cut_usd`` (None, or what a Budget counted for attempts the provider accepted that brought no answer: cut,
     timed out or aborted after their 2xx head, each at its whole hold, since what the provider billed for
     them is unknown; on the call: every route's).
@@ -172,7 +175,8 @@ class Attempt(object):
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised", "rejected")
+                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised", "rejected",
+                 "tier")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
@@ -211,6 +215,7 @@ class Attempt(object):
         self.routes_left = 0
         self.cut_usd = None  # type: Optional[float]
         self.rejected = False
+        self.tier = None  # type: Optional[str]  # the catalog tier the route's endpoint bills at (Vertex AI regional)
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""
@@ -300,11 +305,7 @@ def scrub(error: AgentHubError, secrets: List[str]) -> None:
         return
 
     def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            for secret in secrets:
-                if secret in value:
-                    value = value.replace(secret, "***")
-        return value
+        return scrub_text(value, secrets) if isinstance(value, str) else value
 
     error.args = tuple(clean(a) for a in error.args)
     for name, value in list(vars(error).items()):
@@ -704,7 +705,6 @@ def log_attempt(request: Any, attempt: int, started: float, body: Any, error: Op
     gateway's key under a name ``safe_url`` does not know: ?code=)."""
     from urllib.parse import quote_plus
 
-    from ._redact import scrub_text
     from .answers import request_id
     from .errors import safe_url
 

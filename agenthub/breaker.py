@@ -1,4 +1,8 @@
-"""Circuit breakers, one per endpoint (client type + host + model), shared by every client in the process.
+"""Circuit breakers, one per endpoint (client type + endpoint + model), shared by every client in the process.
+
+The endpoint (``endpoint_name``) is the host and port, the base URL's path and the credentials the requests
+carry: the same model reached through another key (another organisation's quota) or another base path (another
+Vertex project, another route of one gateway) fails on its own, and has a breaker of its own.
 
 Rules (``AutoLLMClient(..., circuit_breaker={"failures": 3, "cooldown": 30.0})``):
 
@@ -19,12 +23,14 @@ child starts with every breaker closed (its parent's failures are not its own). 
 ``time.monotonic``; tests replace it (``agenthub.breaker.clock = fake``).
 """
 
+import hashlib
+import hmac
 import os
 import threading
 import time
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-__all__ = ["DEFAULTS", "Breaker", "breaker_for", "reset", "settings", "clock"]
+__all__ = ["DEFAULTS", "Breaker", "breaker_for", "endpoint_name", "reset", "settings", "clock"]
 
 #: the defaults of ``circuit_breaker``
 DEFAULTS = {"failures": 3, "cooldown": 30.0}
@@ -103,6 +109,23 @@ def breaker_for(client_type: str, host: str, model: str) -> Breaker:
         with _lock:
             found = _breakers.setdefault(key, Breaker(key))
     return found
+
+
+#: the key of the hash that marks a credential in a breaker's key: new in each process, so the mark is no value a log
+#: could show, nor one another process could compare
+_MARK_KEY = os.urandom(16)
+
+
+def endpoint_name(host: str, path: str = "", credentials: Iterable[Any] = ()) -> str:
+    """The endpoint part of a breaker's key: ``host`` (host and port), the base URL's ``path`` and a mark of the
+    ``credentials`` the requests carry (a keyed hash, never a credential): two clients of one model on one host with
+    two keys, or two base paths, are two endpoints, each failing on its own."""
+    name = host + path.rstrip("/")
+    values = sorted(set(value for value in credentials if isinstance(value, str) and value))
+    if values:
+        mark = hmac.new(_MARK_KEY, "\x00".join(values).encode("utf-8", "surrogatepass"), hashlib.sha256)
+        name += " key:" + mark.hexdigest()[:16]
+    return name
 
 
 def reset() -> None:

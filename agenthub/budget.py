@@ -1,7 +1,8 @@
 """Spending limits: ``agenthub.Budget(max_usd)``, shared by any number of clients and threads.
 
 Before each request the worst case is reserved: its input (counted, or the local estimate of
-``estimate_tokens``; its audio items at the model's audio input price, where it has one) plus ``max_tokens`` of
+``estimate_tokens``; its audio items at the model's audio input price, where it has one; the model's whole
+context window when an audio item's bytes do not say how long it lasts) plus ``max_tokens`` of
 output (all of it image or audio tokens, on a model whose image or audio output has its own price), at the
 model's list prices from the catalog
 (the dearest way the input may be billed: plain input, or written to the prompt cache where the
@@ -112,6 +113,12 @@ class Budget(object):
         self.store = open_store(store)
         self._leases = Renewer(self.store, self.key, LEASE_SECONDS) if self.store.leases else None
         renew_lock_after_fork(self)
+
+    @property
+    def account(self) -> Any:
+        """The account this budget draws from (``Store.account``): another Budget of the same store and key draws
+        from it too, and a failover call holds and settles once on it, whichever budgets its routes name."""
+        return self.store.account(self.key)
 
     @property
     def spent_usd(self) -> float:
@@ -345,16 +352,26 @@ class BudgetHook(AttemptHook):
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
         inputs = estimate_tokens(attempt.messages or (), config)
-        from .catalog import fast_tier
-        from .estimate import audio_tokens
+        from .catalog import fast_tier, find_model
+        from .estimate import audio_tokens, unknown_audio
 
+        heard = min(audio_tokens(attempt.messages or ()), inputs)
+        if unknown_audio(attempt.messages or ()):
+            # audio whose bytes do not say how long it lasts (a format whose headers agenthub does not read): it may
+            # bill up to the model's whole input, so that is held (at the audio price), never a flat guess
+            row = find_model(attempt.model)
+            window = row.get("context_window") if row else None
+            if isinstance(window, int) and window > inputs:
+                heard += window - inputs
+                inputs = window
         started = getattr(getattr(attempt, "call", None), "started_ms", None)
         try:
             hold = self.budget.reserve(attempt.model, inputs, int(limit),
-                                       tier=fast_tier(attempt.model) if config.get("fast_mode") else None,
+                                       tier=fast_tier(attempt.model) if config.get("fast_mode") else getattr(
+                                           attempt, "tier", None),
                                        prompt_caching=config.get("prompt_caching"),
                                        at=started / 1000.0 if isinstance(started, int) else None,
-                                       audio_tokens=min(audio_tokens(attempt.messages or ()), inputs))
+                                       audio_tokens=heard)
         except BudgetExceededError as exc:
             if not from_catalog:
                 raise
@@ -378,7 +395,7 @@ class BudgetHook(AttemptHook):
             self._accepted.discard(id(attempt))
             hold = self._holds.pop(id(attempt), None)
         if hold is not None:  # counted whole, as this attempt's own cost; the next attempt holds anew
-            _cut_cost(attempt, hold.settle(None))
+            _cut_cost(attempt, hold.settle(_billed(error)))
 
     def _cut(self, attempt: Any, error: Any) -> bool:
         """Did ``attempt`` end without its answer after the provider accepted it (billed, for an unknown sum)?
@@ -410,11 +427,21 @@ class BudgetHook(AttemptHook):
         elif attempt.delivered or created or (accepted and not isinstance(attempt.error, UpstreamError)):
             # cut, aborted or closed after the provider took it (a background response, created, runs on):
             # what it used is unknown, its hold counts
-            charged = hold.settle(None)
+            charged = hold.settle(_billed(attempt.error))  # (a turn finished with nothing to keep: its usage)
             if not attempt.delivered and not created:
                 _cut_cost(attempt, charged)
         else:
             hold.release()  # failed before the provider took it, or the provider said it failed: nothing billed
+
+
+def _billed(error: Any) -> Optional[Mapping[str, Any]]:
+    """The usage of a turn that ended without an answer but whose usage came with it (an EmptyResponseError: the
+    provider finished it, and billed it, with nothing to keep): what it is settled at, instead of its whole hold;
+    None for a cut (what was billed is unknown)."""
+    from .errors import EmptyResponseError
+
+    usage = getattr(error, "usage_metadata", None) if isinstance(error, EmptyResponseError) else None
+    return usage if isinstance(usage, Mapping) else None
 
 
 def _cut_cost(attempt: Any, usd: float) -> None:

@@ -42,7 +42,7 @@ PROVIDERS = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "
              "deepseek": "DeepSeek", "zai": "Z.AI", "moonshot": "Moonshot", "dashscope": "Alibaba Cloud (DashScope)",
              "minimax": "MiniMax", "openrouter": "OpenRouter"}
 #: the ``tier=`` values a row's ``tiers`` may have
-TIERS = ("priority", "flex", "fast", "peak", "off_peak")
+TIERS = ("priority", "flex", "fast", "peak", "off_peak", "regional")
 _KEYS = ("input", "cached_input", "cache_write_5m", "cache_write_1h", "output")
 _BUCKETS = ("prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens")  # (``cost`` reads them in this order)
 _NO_WRITES = {"5m": 0, "1h": 0}  # (read only)
@@ -452,6 +452,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     (``stream.Usage.output_image_tokens``) are billed at the ``output_image`` price where the price set has one,
     its audio tokens (``input_audio_tokens``, ``cached_audio_tokens``, ``output_audio_tokens``) at the
     ``input_audio``, ``cached_input_audio`` (else ``input_audio``) and ``output_audio`` prices where it has them.
+    A usage carrying images OpenAI's ``image_generation`` tool made (``stream.Usage.image_tool_calls``) is unknown
+    (None): OpenAI bills them at the image model's rates and reports no count of that.
     A price set without a write price bills writes at its input price (providers without a write
     surcharge).  Long-context prices apply to the whole request when its input (prompt + cached
     tokens) is above the model's threshold.  None when the model is unknown, has no price for the
@@ -486,6 +488,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     counts = [usage.get(key) for key in _BUCKETS]  # type: List[Any]
     if counts[0] is None and counts[1] is None and counts[2] is None and counts[3] is None:
         return None  # no count at all (a server that sent no usage): unknown, not free
+    if getattr(usage, "image_tool_calls", None):
+        return None  # images OpenAI's image_generation tool made: billed apart, counted nowhere in the usage
     for n, value in enumerate(counts):
         if value is None:
             counts[n] = 0
@@ -586,6 +590,23 @@ def _standard_cost(model: str, usage: Dict[str, Any], at: Optional[float]) -> Op
             return None
         total += tokens * price
     return total / 1e6
+
+
+#: the location a Vertex AI resource names (``.../v1/projects/{project}/locations/{location}[/publishers/...]``)
+_VERTEX_LOCATION = re.compile(r"/v1/projects/[^/]+/locations/([^/?#]+)")
+
+
+def endpoint_tier(client_type: str, model: str, url: Any) -> Optional[str]:
+    """The tier an endpoint bills ``model`` at above its standard prices: ``regional`` for Claude on Vertex AI at
+    a location other than ``global`` (client type ``vertex-anthropic``) where the model's row prices that tier
+    (Sonnet 4.5 and later: a 10% premium over the global endpoint); None otherwise."""
+    if client_type != "vertex-anthropic" or not isinstance(url, str):
+        return None
+    found = _VERTEX_LOCATION.search(url)
+    if found is None or found.group(1) == "global":
+        return None
+    row = _find(model, None)
+    return "regional" if row is not None and "regional" in (row.get("tiers") or {}) else None
 
 
 def fast_tier(model: str) -> str:

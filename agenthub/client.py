@@ -56,15 +56,16 @@ from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
 from ._redact import secret_values, shown_url, url_query_secrets
 from ._redact import body_secrets
-from .breaker import settings as breaker_settings
+from .breaker import endpoint_name, settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_origin, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import RESULTS_NEXT, for_dialect, for_dialect_resumed, results_next_to_calls
 from .providers import DIALECTS
 from .providers._common import Endpoint, Prior, apply_extras
+from .catalog import endpoint_tier
 from .sse import DEFAULT_MAX_LINE_BYTES
-from .stream import Collector, collect, drive, now_ms
+from .stream import CATALOG_TIERS, Collector, StreamEnd, collect, drive, now_ms, with_service_tier
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
 from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_choice_has_tools,
                        check_tool_pairs, check_distinct_header_names,
@@ -82,6 +83,15 @@ MAX_MODEL_PAGES = 100
 LONGRUN_KEYS = ("background", "compaction")
 # BACKOFF_BASE, BACKOFF_CAP and RETRY_AFTER_CAP are agenthub.attempts' (read and set through this module too:
 # ``client.BACKOFF_BASE = 0`` still works, see the end of this module)
+
+
+def _billed_at(parts: Iterator[Any], tier: str) -> Iterator[Any]:
+    """A parser's parts, its StreamEnd's usage carrying the catalog tier the endpoint bills at (``Usage.service_tier``:
+    ``catalog.endpoint_tier``) unless the answer says one."""
+    for part in parts:
+        if type(part) is StreamEnd and isinstance(part.usage, dict) and getattr(part.usage, "service_tier", None) is None:
+            part.usage = with_service_tier(part.usage, tier, CATALOG_TIERS)
+        yield part
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
@@ -169,6 +179,21 @@ class ResponseStream(itertools.chain, _EventGenerator):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return "<ResponseStream{}>".format(" aborted" if self.aborted else "")
+
+
+def _check_priced(fallbacks: Sequence["AutoLLMClient"]) -> None:
+    """A budget (without ``allow_unpriced``) holds every attempt of a call, a fallback's too: a fallback the catalog
+    has no price for would be refused (a ConfigError) on every turn failed over to it, only while the primary is
+    down.  Said when the client is made instead."""
+    from .budget import worst_case_usd
+
+    for entry in fallbacks:
+        if worst_case_usd(entry.model, 0, 0) is None:
+            raise ConfigError(
+                "fallbacks entry {!r} ({}) has no list price in the catalog: the budget cannot bound what a turn there "
+                "costs, so it would refuse every turn failed over to it, while the primary is down; give a priced "
+                "model, or Budget(max_usd, allow_unpriced=True) to let it run uncounted".format(
+                    entry.model[:80], entry.client_type))
 
 
 # -- the client -----------------------------------------------------------------------------------
@@ -308,6 +333,8 @@ class AutoLLMClient(object):
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
+        if budget is not None and not budget.allow_unpriced:
+            _check_priced(self._fallbacks)
         self._fallback_on = _error_classes(fallback_on)
         self._breaker = breaker_settings(circuit_breaker)
         self._dialect = self._protocol.name  # the wire dialect (agenthub.foreign converts history for it)
@@ -319,7 +346,8 @@ class AutoLLMClient(object):
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host", "_checked", "_checked_history"):
+        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host", "_checked", "_checked_history",
+                     "_circuit_key"):  # (the breaker's mark of the credentials is this process's)
             state.pop(name, None)
         return state
 
@@ -825,6 +853,7 @@ class AutoLLMClient(object):
             hooks = merge_hooks(hooks, entry._hooks)
         call = Attempt("stream", entry.client_type, entry.model, request, messages, config, route=entry._route(),
                        server=url_server(entry._endpoint.base_url), provider=entry._provider)
+        call.tier = endpoint_tier(entry.client_type, entry.model, entry._endpoint.base_url)
         if reattach is None:
             events = self._attempts(call, watch, hooks)
         else:  # the GET of a response the endpoint that started it keeps: on that endpoint only (no failover),
@@ -895,10 +924,12 @@ class AutoLLMClient(object):
             return self._background(call, watch, hooks, deadline, whole_call)
 
         events_timeout = Timeout.of(self.timeout).events
+        tier = call.tier  # the tier this endpoint bills at (Claude on a Vertex AI regional endpoint)
 
         def read(body: Any) -> Iterator[UniEvent]:
             stamp = [now_ms()]  # the time the bytes being parsed were read: each event's created_at
-            return drive(protocol.read(body, client, max_line_bytes, document, stamp, events_timeout), client, stamp)
+            parts = protocol.read(body, client, max_line_bytes, document, stamp, events_timeout)
+            return drive(parts if tier is None else _billed_at(parts, tier), client, stamp)
 
         return self._run(call, watch, protocol, read, hooks=hooks, deadline=deadline, whole_call=whole_call)
 
@@ -1038,7 +1069,21 @@ class AutoLLMClient(object):
             sub = call if entry is self else entry._call_for(call)
             return entry._attempts_here(sub, watch, hooks, deadline, whole_call=False)
 
-        return Route(entry._route(), (entry.client_type, circuit_host(entry.base_url), entry.model), hooks, attempts)
+        return Route(entry._route(), entry._circuit(), hooks, attempts)
+
+    def _circuit(self) -> Tuple[str, str, str]:
+        """The key of this client's circuit breaker (``agenthub.breaker``): its client type, endpoint (host and port,
+        the base URL's path, a mark of its credentials: ``breaker.endpoint_name``) and model.  Made once (each
+        call of a client with fallbacks reads it for every route); a copy in another process makes its own."""
+        key = self.__dict__.get("_circuit_key")
+        if key is None:
+            from urllib.parse import urlsplit
+
+            url = self.base_url
+            key = self._circuit_key = (self.client_type, endpoint_name(
+                circuit_host(url), urlsplit(url).path if isinstance(url, str) else "", self.credential_values()),
+                self.model)
+        return key
 
     def _call_for(self, call: Attempt) -> Attempt:
         """The primary's call as this fallback client sends it: the same messages and config, its own request.
@@ -1047,9 +1092,11 @@ class AutoLLMClient(object):
         messages = list(call.messages or [])
         config = {key: value for key, value in (call.config or {}).items()
                   if key not in ("extra_headers", "extra_body")}
-        return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
-                       messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url),
-                       provider=self._provider)
+        routed = Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
+                         messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url),
+                         provider=self._provider)
+        routed.tier = endpoint_tier(self.client_type, self.model, self._endpoint.base_url)
+        return routed
 
     def credential_values(self) -> List[str]:
         """What this client's requests carry as credentials, never to be shown (a log, a trace, an error):

@@ -42,6 +42,8 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ._redact import CUT_MARKER
+
 __all__ = [
     "AgentHubError",
     "ConfigError",
@@ -322,7 +324,7 @@ def preview(text: str, limit: int = 160) -> str:
     """At most ``limit`` characters of ``text``: head and tail around a marker when longer."""
     if len(text) <= limit:
         return text
-    marker = "...[truncated]..."
+    marker = CUT_MARKER  # (a secret a cut left in pieces is scrubbed by what is left of it: _redact.scrub_cut)
     keep = (limit - len(marker)) // 2
     return text[:keep] + marker + text[len(text) - keep:]
 

@@ -4,9 +4,11 @@ which adds the output limit), ``count_tokens(..., estimate=True)`` returns it.
 
 Text (messages, thinking, tool calls and results, the system prompt, tool schemas, a response schema):
 UTF-8 bytes / 3, rounded up, above what BPE tokenizers give for English (about 4 characters a token)
-and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; a WAV sent as bytes
-``AUDIO_TOKENS_PER_SECOND`` for each second its header says it lasts, at least ``MEDIA_TOKENS``; each other audio or
-video item, and each media item sent by URL, ``MEDIA_TOKENS``; a document sent as bytes (a PDF, a text or
+and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; audio sent as bytes
+``AUDIO_TOKENS_PER_SECOND`` for each second its headers say it lasts (``audio_seconds``: WAV, MP3, ADTS AAC, FLAC,
+Ogg, MP4 / M4A), at least ``MEDIA_TOKENS``; audio whose length its bytes do not say, each video item, and each
+media item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
+``unknown_audio``); a document sent as bytes (a PDF, a text or
 office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are
 read as text and as images: a fixed figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
 message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
@@ -14,9 +16,9 @@ message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
 
 import json
 import math
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-__all__ = ["estimate_tokens", "estimate_with_output", "audio_tokens", "IMAGE_TOKENS", "MEDIA_TOKENS",
+__all__ = ["estimate_tokens", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio", "IMAGE_TOKENS", "MEDIA_TOKENS",
            "AUDIO_TOKENS_PER_SECOND", "MESSAGE_TOKENS",
            "TOOL_TOKENS", "DOCUMENT_BYTES_PER_TOKEN"]
 
@@ -74,11 +76,223 @@ def wav_seconds(data: Any) -> Optional[float]:
     return None
 
 
+#: MPEG audio (MP3, MP2) bitrates in kbit/s by bitrate index 1-14: (MPEG-1 layer I, II, III), (MPEG-2/2.5 layer
+#: I, II and III)
+_MPEG_KBPS = {(3, 3): (32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448),
+              (3, 2): (32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384),
+              (3, 1): (32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320),
+              (2, 3): (32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256),
+              (2, 2): (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160)}
+_MPEG_RATES = {3: (44100, 48000, 32000), 2: (22050, 24000, 16000), 0: (11025, 12000, 8000)}
+#: ADTS (AAC) sampling frequencies by index
+_ADTS_RATES = (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350)
+#: the fewest bytes a second of MPEG audio takes (8 kbit/s, the lowest bitrate any version and layer has): bytes
+#: after the frames that are not a frame count as that much sound, never less
+_MPEG_LEAST_BYTES_PER_SECOND = 1000
+#: the most frames ``_frames_seconds`` walks (about 87 minutes of MP3); a longer file's length is unknown
+_MAX_FRAMES = 200000
+
+
+def _mpeg_frame(data: Any, at: int) -> Optional[Tuple[int, int, int]]:
+    """The MPEG audio or ADTS frame whose header is at ``at``: (its length in bytes, its samples, its sample rate);
+    None when no such frame begins there."""
+    if at + 7 > len(data) or data[at] != 0xFF or data[at + 1] & 0xE0 != 0xE0:
+        return None
+    b1, b2 = data[at + 1], data[at + 2]
+    layer = (b1 >> 1) & 3
+    if layer == 0:  # ADTS: 12 sync bits, layer 0
+        if b1 & 0xF0 != 0xF0:
+            return None
+        index = (b2 >> 2) & 0x0F
+        length = ((data[at + 3] & 3) << 11) | (data[at + 4] << 3) | (data[at + 5] >> 5)
+        if index >= len(_ADTS_RATES) or length < 7:
+            return None
+        return length, 1024 * ((data[at + 6] & 3) + 1), _ADTS_RATES[index]
+    version = (b1 >> 3) & 3
+    bitrate_index, rate_index = b2 >> 4, (b2 >> 2) & 3
+    if version == 1 or bitrate_index in (0, 15) or rate_index == 3:  # (a free bitrate cannot be walked)
+        return None
+    kbps = _MPEG_KBPS[(3, layer) if version == 3 else (2, 3 if layer == 3 else 2)][bitrate_index - 1]
+    rate = _MPEG_RATES[version][rate_index]
+    samples = 384 if layer == 3 else (1152 if layer == 2 or version == 3 else 576)
+    padding = (b2 >> 1) & 1
+    if layer == 3:
+        return (12 * kbps * 1000 // rate + padding) * 4, samples, rate
+    return samples // 8 * kbps * 1000 // rate + padding, samples, rate
+
+
+def _frames_seconds(data: Any) -> Optional[float]:
+    """How long MPEG audio (an MP3) or ADTS AAC lasts: its frames walked header to header (the sound is never
+    decoded), an ID3v2 tag before them skipped; bytes after the last frame that are no tag count at the lowest
+    MPEG bitrate (ADTS: unknown).  None when no frame begins the data or there are more than ``_MAX_FRAMES``."""
+    at = 0
+    if data[:3] == b"ID3" and len(data) >= 10:
+        at = 10 + ((data[6] & 0x7F) << 21 | (data[7] & 0x7F) << 14 | (data[8] & 0x7F) << 7 | (data[9] & 0x7F))
+        if data[5] & 0x10:
+            at += 10  # (a footer)
+    if _mpeg_frame(data, at) is None:
+        return None
+    adts = data[at + 1] & 0x06 == 0
+    width = 7 if adts else 3  # (the header bytes a frame's length and samples depend on)
+    known = {}  # type: Dict[bytes, Tuple[int, float]]  # header -> (length, seconds): most files repeat a few
+    seconds = 0.0
+    end = len(data)
+    for _ in range(_MAX_FRAMES):
+        header = data[at:at + width]
+        step = known.get(header)
+        if step is None:
+            frame = _mpeg_frame(data, at)
+            if frame is None:
+                break
+            step = known[header] = (frame[0], frame[1] / float(frame[2]))
+        if at + step[0] > end:
+            break
+        seconds += step[1]
+        at += step[0]
+        if at >= end:
+            break
+    else:
+        return None  # (longer than the walk goes)
+    rest = data[at:at + 8]
+    if at < end and not (rest[:3] == b"TAG" or rest == b"APETAGEX" or rest[:6] == b"LYRICS"):
+        if adts:
+            return None  # (an AAC frame can be a few bytes: no bound on what the rest lasts)
+        seconds += (end - at) / float(_MPEG_LEAST_BYTES_PER_SECOND)
+    return seconds
+
+
+def _flac_seconds(data: Any) -> Optional[float]:
+    """A FLAC file's length: its STREAMINFO block's total samples over its sample rate (None where it says 0)."""
+    info = data[8:26]
+    if data[:4] != b"fLaC" or data[4] & 0x7F != 0 or len(info) < 18:
+        return None
+    rate = info[10] << 12 | info[11] << 4 | info[12] >> 4
+    total = (info[13] & 0x0F) << 32 | int.from_bytes(info[14:18], "big")
+    return total / float(rate) if rate and total else None
+
+
+#: how far from its end an Ogg file is searched for its last page (a page is at most 65,307 bytes)
+_OGG_TAIL = 1 << 17
+
+
+def _ogg_seconds(data: Any) -> Optional[float]:
+    """An Ogg file's length: the granule position of the last page of its first stream over the codec's rate
+    (Opus 48 kHz, Vorbis and FLAC their header's rate, Speex its header's); None for another codec."""
+    if data[:4] != b"OggS" or len(data) < 28:
+        return None
+    serial = data[14:18]
+    packet = data[27 + data[26]:27 + data[26] + 64]
+    if packet[:8] == b"OpusHead":
+        rate = 48000
+    elif packet[:7] == b"\x01vorbis" and len(packet) >= 16:
+        rate = int.from_bytes(packet[12:16], "little")
+    elif packet[:5] == b"\x7fFLAC" and packet[9:13] == b"fLaC" and len(packet) >= 34:
+        rate = packet[27] << 12 | packet[28] << 4 | packet[29] >> 4
+    elif packet[:8] == b"Speex   " and len(packet) >= 40:
+        rate = int.from_bytes(packet[36:40], "little")
+    else:
+        return None
+    if not rate:
+        return None
+    floor = max(0, len(data) - _OGG_TAIL)
+    at = len(data)
+    while True:
+        at = data.rfind(b"OggS", floor, at)
+        if at < 0:
+            return None
+        granule = int.from_bytes(data[at + 6:at + 14], "little")
+        if data[at + 4:at + 5] == b"\x00" and data[at + 14:at + 18] == serial and granule < 1 << 63 and \
+                len(data) >= at + 27:
+            return granule / float(rate) if granule else None
+
+
+def _boxes(data: Any, start: int, end: int) -> Iterable[Tuple[bytes, int, int]]:
+    """The ISO media boxes from ``start`` to ``end``: (type, body start, box end), at most 4096 of them."""
+    at = start
+    for _ in range(4096):
+        if at + 8 > end:
+            return
+        size = int.from_bytes(data[at:at + 4], "big")
+        body = at + 8
+        if size == 1:
+            size = int.from_bytes(data[at + 8:at + 16], "big")
+            body = at + 16
+        elif size == 0:
+            size = end - at
+        if size < body - at or at + size > end:
+            return
+        yield bytes(data[at + 4:at + 8]), body, at + size
+        at += size
+
+
+def _mp4_seconds(data: Any) -> Optional[float]:
+    """An MP4 / M4A file's length: its ``moov`` box's ``mvhd`` duration over its timescale (the boxes walked by
+    their sizes, nothing decoded); None where it says none (a fragmented file)."""
+    if data[4:8] != b"ftyp":
+        return None
+    for kind, body, end in _boxes(data, 0, len(data)):
+        if kind == b"moov":
+            for inner, start, _ in _boxes(data, body, end):
+                if inner == b"mvhd":
+                    if data[start] == 1:
+                        scale = int.from_bytes(data[start + 20:start + 24], "big")
+                        duration = int.from_bytes(data[start + 24:start + 32], "big")
+                    else:
+                        scale = int.from_bytes(data[start + 12:start + 16], "big")
+                        duration = int.from_bytes(data[start + 16:start + 20], "big")
+                    if not scale or not duration or duration in (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF):
+                        return None
+                    return duration / float(scale)
+            return None
+    return None
+
+
+def audio_seconds(data: Any) -> Optional[float]:
+    """How long audio sent as bytes lasts, read from its headers (never decoded): a WAV (``wav_seconds``), an MP3
+    or ADTS AAC (its frames walked), a FLAC (STREAMINFO), an Ogg file (Opus, Vorbis, FLAC or Speex: its last
+    page's granule position), an MP4 / M4A (``mvhd``); None for bytes of another kind, or whose headers do not
+    say it."""
+    if not isinstance(data, (bytes, bytearray)) or len(data) < 12:
+        return None
+    if type(data) is not bytes:
+        data = bytes(data)  # (slices of it are looked up by value)
+    head = data[:4]
+    try:
+        if head == b"RIFF":
+            return wav_seconds(data)
+        if head == b"fLaC":
+            return _flac_seconds(data)
+        if head == b"OggS":
+            return _ogg_seconds(data)
+        if data[4:8] == b"ftyp":
+            return _mp4_seconds(data)
+        if head[:3] == b"ID3" or data[0] == 0xFF:
+            return _frames_seconds(data)
+    except (IndexError, ValueError, ZeroDivisionError):  # (a header cut short: bounds checked, but never a crash)
+        return None
+    return None
+
+
 def _audio_tokens(data: Any) -> int:
-    seconds = wav_seconds(data)
+    seconds = audio_seconds(data)
     if seconds is None:
         return MEDIA_TOKENS
     return max(MEDIA_TOKENS, int(math.ceil(seconds * AUDIO_TOKENS_PER_SECOND)))
+
+
+def unknown_audio(messages: Iterable[Mapping[str, Any]]) -> int:
+    """How many of the request's audio items (``inline_data`` of an ``audio/`` type) are of a length their bytes
+    do not say (``audio_seconds`` is None): ``estimate_tokens`` counts each ``MEDIA_TOKENS``, which may be far
+    below what it bills, so a Budget holds the most input the model takes for such a request."""
+    count = 0
+    for message in messages or ():
+        items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
+        for item in items or ():
+            if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "inline_data" and \
+                    str(item.get("mime_type") or "").lower().startswith("audio/") and \
+                    audio_seconds(item.get("data")) is None:
+                count += 1
+    return count
 
 
 def _url_tokens(url: str) -> int:

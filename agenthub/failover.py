@@ -49,9 +49,10 @@ class Route(object):
 
 def merge_hooks(first: Sequence[AttemptHook], then: Sequence[AttemptHook]) -> List[AttemptHook]:
     """``first`` (the call's hooks), then those of ``then`` (a fallback client's own) that do not repeat
-    one of them: the same object, or a hook of the same class acting for the same object (its ``shares``
-    attribute: a BudgetHook's budget, a LimiterHook's limiter; a fallback named by model shares its
-    primary's budget: one hold per attempt, never two)."""
+    one of them: the same object, or a hook of the same class acting for the same object or the same shared
+    account (its ``shares`` attribute: a BudgetHook's budget, a LimiterHook's limiter, and their ``account``: two
+    Budgets of one store and key; a fallback named by model shares its primary's budget: one hold per attempt,
+    never two)."""
     keys = set(_hook_key(hook) for hook in first)
     merged = list(first)
     for hook in then:
@@ -65,7 +66,10 @@ def merge_hooks(first: Sequence[AttemptHook], then: Sequence[AttemptHook]) -> Li
 def _hook_key(hook: Any) -> Any:
     name = getattr(hook, "shares", None)  # (AttemptHook.shares: the attribute naming what it acts for)
     shared = getattr(hook, name, None) if isinstance(name, str) else None
-    return id(hook) if shared is None else (type(hook), name, id(shared))
+    if shared is None:
+        return id(hook)
+    account = getattr(shared, "account", None)  # two budgets (limiters) of one shared account are one: held once
+    return type(hook), name, id(shared) if account is None else account
 
 
 def unwell(error: BaseException) -> bool:

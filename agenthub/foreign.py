@@ -20,7 +20,7 @@ sends it again):
    other id is sent byte for byte.
    An id the target's own protocol issued (a tool_call whose fidelity carries the family's mark: an
    openai-chat server's long id is marked ``issued_id``) goes back to that protocol as it came.
-   Where a request takes each id once (Anthropic, Bedrock, Responses: ``UNIQUE_IDS``), a call whose id an
+   Where a request takes each id once (Anthropic, Bedrock, Responses, Interactions: ``UNIQUE_IDS``), a call whose id an
    earlier call took gets an id of its own, and so do the results that follow it.
 4. Claude's redacted thinking moves between Claude's two wires: Anthropic's ``redacted_thinking`` ``data``
    (fidelity ``redacted_data``) and Bedrock Converse's ``reasoningContent.redactedContent`` (fidelity
@@ -175,10 +175,12 @@ def for_dialect_resumed(messages: Sequence[Mapping[str, Any]], dialect: str, for
 
 #: the dialects whose API takes each tool call id once in a request (Claude: "`tool_use` ids must be unique", a 400,
 #: on Anthropic's API and Bedrock's alike; the Responses API: "Duplicate function_call_output for call_id ...
-#: Each function_call must have exactly one matching function_call_output"): a call whose id an earlier call of
+#: Each function_call must have exactly one matching function_call_output"); the Interactions API, whose input is
+#: one list of steps where a function_result names its function_call by ``call_id`` alone (two calls of one id
+#: there leave a result's call to guess): a call whose id an earlier call of
 #: the history took (a server numbering its calls from 0 each turn: Kimi's "functions.<name>:0") goes out as
 #: ``call_<24 hex digits of the SHA-256 of the id, a NUL and its count>``, and so do the results after it
-UNIQUE_IDS = frozenset(("anthropic", "bedrock", "openai-responses"))
+UNIQUE_IDS = frozenset(("anthropic", "bedrock", "openai-responses", "gemini-interactions"))
 
 
 #: the dialects whose API takes a call's results only in the user turn right after the call (Anthropic: "tool_result

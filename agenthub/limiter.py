@@ -14,7 +14,7 @@ The providers' own figures are read from every answer's headers (``observe``):
 reset is an RFC 3339 time).  When one says nothing is left, every user of the limiter waits for its
 reset before sending to that endpoint.  A 429's Retry-After (``pause``) holds back every user's requests
 to the endpoint that asked for it, not only the one that got it; other endpoints (a failover route) go
-on.  An endpoint is the circuit breaker's: client type, host and port, model (``endpoint_key``); a pause
+on.  An endpoint is client type, host and port, model (``endpoint_key``: one limiter is one account's); a pause
 or a header read without one (``pause(s)``, ``observe(headers)``) holds every endpoint.  Requests that
 booked their slots before a pause and slept through it take new slots after it, spaced as any others.
 
@@ -183,7 +183,7 @@ def _lower(headers: Any, having: Optional[str] = None) -> Mapping[str, str]:
 
 
 def endpoint_key(attempt: Any) -> Key:
-    """The endpoint an attempt goes to, as the circuit breaker keys it: (client type, (host, port), model).
+    """The endpoint an attempt goes to, as a pause holds it: (client type, (host, port), model).
 
     The host and port are the attempt's ``server`` when it has one, else those of the URL it was sent to
     (``sent``, once encoded); None while neither is known (a pause then holds every host of that client
@@ -247,6 +247,12 @@ class RateLimiter(object):
         self.requests = 0
         self.tokens = 0
         self.pauses = 0
+
+    @property
+    def account(self) -> Any:
+        """The shared pace this limiter draws from (``Store.account``; None: this object's own, in this process): a
+        failover call books one slot per attempt on it, whichever limiters its routes name."""
+        return None if self.store is None else self.store.account(self.key)
 
     def __repr__(self) -> str:
         if self.store is not None:

@@ -196,7 +196,7 @@ ROUTES = [
           "OPENROUTER_BASE_URL",
           # completion_tokens includes reasoning for some upstreams and not for others: the Chat
           # parser tells them apart by total_tokens (_common.inclusive_usage), whatever the row says
-          {"reasoning_field": "reasoning", "max_tokens_field": "max_tokens",
+          {"reasoning_field": "reasoning", "reasoning_details": True, "max_tokens_field": "max_tokens",
            # OpenRouter's efforts stop at xhigh: max rides it
            "thinking": {level: {"reasoning": {"effort": level}} for level in LEVELS if level != "max"}},
           _VISION, ("deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"),

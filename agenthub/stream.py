@@ -20,7 +20,7 @@ from .validate import check_json
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
-           "with_output_images", "with_audio", "USAGE_EXTRAS", "usage_extras", "with_usage_extras",
+           "with_output_images", "with_audio", "with_image_tool_calls", "USAGE_EXTRAS", "usage_extras", "with_usage_extras",
            "StopEvent", "whole_text", "surrogates_escaped", "text_is_utf8", "paired_halves",
            "surrogates_shown"]
 
@@ -88,6 +88,7 @@ def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
     out = with_output_images(out, getattr(usage, "output_image_tokens", None))
     out = with_audio(out, getattr(usage, "input_audio_tokens", None), getattr(usage, "cached_audio_tokens", None),
                      getattr(usage, "output_audio_tokens", None))
+    out = with_image_tool_calls(out, getattr(usage, "image_tool_calls", None))
     tier = getattr(usage, "service_tier", None)
     return out if tier is None else with_service_tier(out, tier, CATALOG_TIERS)  # (a catalog tier already)
 
@@ -110,10 +111,13 @@ class Usage(dict):
     cached part), ``cached_audio_tokens``, how many of ``cached_tokens`` are (Gemini's ``cacheTokensDetails``
     ``AUDIO``), and ``output_audio_tokens``, how many of ``response_tokens`` are (OpenAI
     ``completion_tokens_details.audio_tokens``, Gemini's ``candidatesTokensDetails`` ``AUDIO``), each None where
-    the wire says none.  ``agenthub.cost`` and telemetry read them."""
+    the wire says none; and ``image_tool_calls``, how many images OpenAI's ``image_generation`` tool made in the
+    turn (Responses ``image_generation_call`` items): OpenAI bills them at the image model's rates and the usage
+    it reports counts none of that, so such a turn's price is unknown (``agenthub.cost`` says None), never the
+    text model's part alone.  ``agenthub.cost`` and telemetry read them."""
 
     __slots__ = ("cache_write", "cache_write_1h", "service_tier", "output_image_tokens", "input_audio_tokens",
-                 "cached_audio_tokens", "output_audio_tokens")
+                 "cached_audio_tokens", "output_audio_tokens", "image_tool_calls")
     cache_write: Optional[int]
     cache_write_1h: Optional[int]
     service_tier: Optional[str]
@@ -121,6 +125,7 @@ class Usage(dict):
     input_audio_tokens: Optional[int]
     cached_audio_tokens: Optional[int]
     output_audio_tokens: Optional[int]
+    image_tool_calls: Optional[int]
 
     def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the counts
         return (_usage, (dict(self),) + tuple(getattr(self, name, None) for name in Usage.__slots__))
@@ -128,7 +133,7 @@ class Usage(dict):
 
 def _usage(buckets: Any, written: Optional[int], written_1h: Optional[int], tier: Optional[str],
            images: Optional[int] = None, audio_in: Optional[int] = None, audio_cached: Optional[int] = None,
-           audio_out: Optional[int] = None) -> "Usage":
+           audio_out: Optional[int] = None, tool_images: Optional[int] = None) -> "Usage":
     out = Usage(buckets)
     out.cache_write = written
     out.cache_write_1h = written_1h
@@ -137,6 +142,7 @@ def _usage(buckets: Any, written: Optional[int], written_1h: Optional[int], tier
     out.input_audio_tokens = audio_in
     out.cached_audio_tokens = audio_cached
     out.output_audio_tokens = audio_out
+    out.image_tool_calls = tool_images
     return out
 
 
@@ -175,6 +181,16 @@ def with_audio(buckets: Any, input_audio: Any = None, cached_audio: Any = None, 
     return _carried(buckets, **counts) if counts else buckets
 
 
+def with_image_tool_calls(buckets: Any, count: Any) -> Any:
+    """``buckets`` carrying how many images OpenAI's ``image_generation`` tool made in the turn
+    (``Usage.image_tool_calls``: billed apart, at the image model's rates, which the usage does not count); as they
+    are when it made none (or the count is not one, or there is no usage)."""
+    count = usage_count(count)
+    if not count or not isinstance(buckets, dict):
+        return buckets
+    return _carried(buckets, image_tool_calls=count)
+
+
 def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
     """``buckets`` carrying the wire's cache-write count (``Usage.cache_write``) and, where the wire gives
     it, the part written with the 1-hour TTL (``Usage.cache_write_1h``, at most the count); as they are
@@ -188,7 +204,7 @@ def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
 
 #: what a ``Usage`` carries beside its four buckets (each priced: ``agenthub.cost`` reads them)
 USAGE_EXTRAS = ("cache_write", "cache_write_1h", "output_image_tokens", "input_audio_tokens", "cached_audio_tokens",
-                "output_audio_tokens", "service_tier")
+                "output_audio_tokens", "image_tool_calls", "service_tier")
 
 
 def usage_extras(usage: Any) -> Dict[str, Any]:
@@ -209,6 +225,7 @@ def with_usage_extras(buckets: Any, extras: Any) -> Any:
     buckets = with_output_images(buckets, extras.get("output_image_tokens"))
     buckets = with_audio(buckets, extras.get("input_audio_tokens"), extras.get("cached_audio_tokens"),
                          extras.get("output_audio_tokens"))
+    buckets = with_image_tool_calls(buckets, extras.get("image_tool_calls"))
     return with_service_tier(buckets, extras.get("service_tier"), CATALOG_TIERS)  # (the catalog's tier names)
 
 
@@ -218,8 +235,9 @@ SERVICE_TIERS = {"default": "standard", "standard": "standard", "priority": "pri
 
 
 #: the tiers agenthub's serve wire names (``usage_metadata.service_tier``): the catalog's names of the tier a turn was
-#: priced at, ``fast`` too (a row whose ``default_config`` asks ``fast_mode``, its upstream saying no tier)
-CATALOG_TIERS = dict(SERVICE_TIERS, fast="fast")
+#: priced at, ``fast`` too (a row whose ``default_config`` asks ``fast_mode``, its upstream saying no tier) and
+#: ``regional`` (Claude on a Vertex AI regional endpoint: ``catalog.endpoint_tier``)
+CATALOG_TIERS = dict(SERVICE_TIERS, fast="fast", regional="regional")
 
 
 def with_service_tier(buckets: Any, said: Any, names: Mapping[str, str] = SERVICE_TIERS) -> Any:

@@ -535,11 +535,14 @@ def count_marks(messages: Sequence[Mapping[str, Any]]) -> int:
 
 
 #: the dialects whose API refuses a tool call left unanswered when another message follows it (Gemini: "the number
-#: of function response parts is equal to the number of function call parts of the function call turn", a 400).
+#: of function response parts is equal to the number of function call parts of the function call turn", a 400; its
+#: Interactions API runs the same models on the same turns: an interaction whose function calls wait ends
+#: ``requires_action``, and the next input must carry a function_result per call, so a history is held to
+#: generateContent's rule there too: what one Gemini wire takes, the other takes).
 #: Chat Completions servers differ: the hosts known to refuse ("An assistant message with 'tool_calls' must be
 #: followed by tool messages responding to each 'tool_call_id'": OpenAI, Azure, DeepSeek, DashScope, Moonshot) set
 #: the endpoint quirk ``answers_required``; a local server, which may take such a history, is not checked
-ANSWERS_REQUIRED = frozenset(("anthropic", "bedrock", "openai-responses", "gemini"))
+ANSWERS_REQUIRED = frozenset(("anthropic", "bedrock", "openai-responses", "gemini", "gemini-interactions"))
 #: extra_body fields that continue state held by the server: the calls a result answers are not in the messages
 _SERVER_STATE = ("previous_response_id", "conversation", "previous_interaction_id")
 

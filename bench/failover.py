@@ -34,7 +34,6 @@ def first_event(client, messages):
 
 def measure(bench, messages, quick=False):
     from agenthub import AutoLLMClient, breaker
-    from agenthub.hosts.trust import circuit_host
 
     runs = 10 if quick else RUNS
     breaker.reset()
@@ -43,7 +42,7 @@ def measure(bench, messages, quick=False):
     down = "http://127.0.0.1:{}/status503/x/anthropic".format(bench.port)
     open_primary = AutoLLMClient("primary-model", client_type="anthropic", api_key="k", base_url=down,
                                  fallbacks=[fallback], circuit_breaker={"failures": 3, "cooldown": 3600.0})
-    gate = breaker.breaker_for(open_primary.client_type, circuit_host(open_primary.base_url), open_primary.model)
+    gate = breaker.breaker_for(*open_primary._circuit())
     for _ in range(3):
         gate.failure(3)
     assert gate.state == "open"
@@ -65,7 +64,7 @@ def measure(bench, messages, quick=False):
     retry_times = [first_event(retried, messages) for _ in range(2 if quick else RETRY_RUNS)]
     assert gate.state == "open"
     # the skip itself: what the route loop does for an open entry (find its breaker, ask it), per call
-    key = (open_primary.client_type, circuit_host(open_primary.base_url), open_primary.model)
+    key = open_primary._circuit()
     start = time.perf_counter()
     for _ in range(SKIPS):
         breaker.breaker_for(*key).allow(3600.0)

@@ -438,12 +438,14 @@ def overhead(folder, deltas, stores, repeats=7, url=None, all_idempotent=False, 
             for n in range(repeats):
                 for journaled in (False, True):
                     spent.clear()
-                    run = "o{}-{}-{}-{}-{}-{}".format(index, deltas, turns, n, int(journaled), os.getpid())
+                    run = "o{}-{}-{}-{}-{}-{}-{}".format(index, deltas, turns, int(all_idempotent), n, int(journaled),
+                                                         os.getpid())  # (each case its own runs: none finished)
                     cpu, wall = time.process_time(), time.perf_counter()
                     result = run_once("openai-chat", url, run, store if journaled else None, deltas=deltas,
                                       all_idempotent=all_idempotent, turns=turns)
                     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
                     assert result.stop == "done" and result.turns == turns, result.stop
+                    assert not result.replayed_turns, "a journaled run found finished: measured nothing"
                     (kept_cpu if journaled else plain_cpu).append(cpu)
                     (kept_wall if journaled else plain_wall).append(wall)
                     if journaled:

@@ -534,6 +534,30 @@ def apply_tier_days(rows, rules):
     return problems
 
 
+def apply_endpoint_tiers(rows, rules):
+    """Prices a host charges above the model's own on some of its endpoints (``endpoint_tiers``: each a dated rule
+    with its page, the models it covers, a regular expression, the tier's name and its factor of the standard
+    prices): that tier on every model a rule covers, the standard prices (long-context levels included) times the
+    factor; -> the problems (a rule that covers no priced model)."""
+    problems = []
+    for rule in rules:
+        pattern = re.compile(rule["models"])
+        matched = [row for row in rows if row["provider"] == rule["provider"] and pattern.search(row["id"])
+                   and row.get("prices")]
+        if not matched:
+            problems.append("{}: no priced {} model matches {}".format(rule["source"], rule["provider"],
+                                                                     rule["models"]))
+        for row in matched:
+            row["tiers"] = dict(row.get("tiers") or {}, **{rule["tier"]: _scaled(row["prices"], rule["factor"])})
+            for change in row.get("scheduled") or ():
+                if change.get("prices"):
+                    change["tiers"] = dict(change.get("tiers") or row.get("tiers") or {},
+                                           **{rule["tier"]: _scaled(change["prices"], rule["factor"])})
+            if "overrides:endpoint_tiers" not in row["sources"]:
+                row["sources"] = row["sources"] + ["overrides:endpoint_tiers"]
+    return problems
+
+
 def _set_at(row, label):
     """The price set ``label`` names on ``row``: ``batch`` or ``tiers.<name>``."""
     if label == "batch":
@@ -681,6 +705,10 @@ def snapshot(day):
     problems = apply_tier_days(rows, tier_days)
     if problems:
         raise SystemExit("scripts/catalog_overrides.json, tier_days:\n  " + "\n  ".join(problems))
+    endpoint_tiers = hand_kept.get("endpoint_tiers") or []
+    problems = apply_endpoint_tiers(rows, endpoint_tiers)
+    if problems:
+        raise SystemExit("scripts/catalog_overrides.json, endpoint_tiers:\n  " + "\n  ".join(problems))
     problems = check_cache_writes(rows, hand_kept.get("cache_write_checks") or [])
     if problems:
         raise SystemExit("the sources disagree with the vendors' cache-write prices (scripts/catalog_overrides.json, "
@@ -729,6 +757,10 @@ def snapshot(day):
             _rules_source("tier_days", tier_days, ("provider", "models", "tier", "utc_days", "taken", "source"),
                           "utc_days: the UTC weekdays a time-of-day tier's windows apply on, where the vendor "
                           "prices some days apart (a row so marked names overrides:tier_days in its sources)"),
+            _rules_source("endpoint_tiers", endpoint_tiers, ("provider", "models", "tier", "factor", "taken", "source"),
+                          "a tier a host bills on some of its endpoints above the standard prices (Claude on Vertex "
+                          "AI's regional endpoints: tier regional), the standard prices times its factor (a row so "
+                          "priced names overrides:endpoint_tiers in its sources)"),
         ],
         "providers": provider_info,
     }

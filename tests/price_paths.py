@@ -16,7 +16,8 @@ KEY = "server-key-0123456789"
 
 def prices_on_every_path(model, kwargs, config, messages, tmp_path):
     """-> {path: USD} for one turn of ``model`` through a client built with ``kwargs`` (its upstream answering
-    every request the same)."""
+    every request the same).  A ``config`` with ``extra_body``: the served model's ``default_config`` has it (an
+    agenthub server takes none from its callers)."""
     def client(**extra):
         return AutoLLMClient(model, **dict(kwargs, **extra))
 
@@ -35,7 +36,11 @@ def prices_on_every_path(model, kwargs, config, messages, tmp_path):
 
     from agenthub.apps.server import make_app
 
-    with Builtin(make_app({"models": [dict(kwargs, id=model, model=model)], "api_keys": [KEY]})) as site:
+    row = dict(kwargs, id=model, model=model)
+    if "extra_body" in config:
+        row["default_config"] = {"extra_body": config["extra_body"]}
+        config = {key: value for key, value in config.items() if key != "extra_body"}
+    with Builtin(make_app({"models": [row], "api_keys": [KEY]})) as site:
         served = Budget(5.0)
         AutoLLMClient(model, client_type="agenthub", base_url=site.url, api_key=KEY, max_retries=0,
                       budget=served).response(messages, config)

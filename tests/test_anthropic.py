@@ -1033,3 +1033,26 @@ def test_a_tool_turn_begun_without_thinking_is_continued_without_it(client_type,
         {"type": "thinking", "thinking": "plan", "fidelity": {"signature": "c2ln"}}] + called["content_items"][1:]}
     assert thinking([ask, signed, result]) == {"type": "enabled", "budget_tokens": 16384}
     assert caplog.records == []
+
+
+@pytest.mark.parametrize("kind", ["Infinity", "7", "null", "\"\"", "[[[1]]]", "{\"a\": 1}"])
+def test_a_content_block_with_no_type_is_left_out_and_the_answer_goes_back(kind):
+    """A block whose ``type`` is no string is none the API sends: it was kept as a server block, whose NaN or
+    nesting the next turn refused (a ConfigError on every later turn); it is left out."""
+    events = [
+        ("message_start", '{"type":"message_start","message":{"id":"m","role":"assistant","content":[],'
+                          '"usage":{"input_tokens":3,"output_tokens":1}}}'),
+        ("content_block_start", '{"type":"content_block_start","index":0,"content_block":{"type":' + kind + '}}'),
+        ("content_block_stop", '{"type":"content_block_stop","index":0}'),
+        ("content_block_start", '{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}'),
+        ("content_block_delta", '{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hi."}}'),
+        ("content_block_stop", '{"type":"content_block_stop","index":1}'),
+        ("message_delta", '{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}'),
+        ("message_stop", '{"type":"message_stop"}')]
+    data = "".join("event: {}\ndata: {}\n\n".format(name, body) for name, body in events).encode()
+    message = collect(run_parser(anthropic.parse_stream, [data], client="anthropic"))
+    assert message["content_items"] == [{"type": "text", "text": "Hi."}]
+    history = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}, message,
+               {"role": "user", "content_items": [{"type": "text", "text": "and?"}]}]
+    body = __import__("agenthub").AutoLLMClient("claude-sonnet-4-6", api_key="k").plan(history).body
+    assert body["messages"][1] == {"role": "assistant", "content": [{"type": "text", "text": "Hi."}]}

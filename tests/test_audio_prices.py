@@ -6,6 +6,7 @@ prices them, a Budget holds a request's audio items at the audio input price and
 audio output price, and one audio turn costs one number, the hand-computed one, on every path."""
 
 import json
+import math
 import pickle
 import struct
 
@@ -18,12 +19,21 @@ from server_support import Route, Upstream
 from agenthub import AutoLLMClient, Budget, BudgetExceededError, ResponseCache, cost
 from agenthub.catalog import find_model
 from agenthub.errors import ConfigError
-from agenthub.estimate import MEDIA_TOKENS, audio_tokens, estimate_tokens, wav_seconds
+from agenthub.estimate import MEDIA_TOKENS, audio_seconds, audio_tokens, estimate_tokens, unknown_audio, wav_seconds
 from agenthub.providers import gemini, gemini_interactions, openai_chat
 from agenthub.stores import MemoryStore
 from agenthub.stream import checked_usage, usage_extras, with_usage_extras
 
-WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x00" * 28
+def _wav(seconds, rate=16000, channels=1, bits=16):
+    """A PCM WAV of ``seconds`` of silence."""
+    align = channels * bits // 8
+    body = b"\x00" * (rate * align * seconds)
+    return (b"RIFF" + struct.pack("<I", 36 + len(body)) + b"WAVE" + b"fmt " +
+            struct.pack("<IHHIIHH", 16, 1, channels, rate, rate * align, align, bits) +
+            b"data" + struct.pack("<I", len(body)) + body)
+
+
+WAV = _wav(1)  # (a second: held at the least an audio item counts, MEDIA_TOKENS)
 MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Transcribe this"},
                                                {"type": "inline_data", "data": WAV, "mime_type": "audio/wav"}]}]
 #: the estimate of MESSAGES: 4 per message, 5 for the text, MEDIA_TOKENS for the audio item
@@ -145,15 +155,6 @@ def test_a_budget_holds_audio_at_the_audio_prices():
     assert budget.reserved_usd == 0.0
 
 
-def _wav(seconds, rate=16000, channels=1, bits=16):
-    """A PCM WAV of ``seconds`` of silence."""
-    align = channels * bits // 8
-    body = b"\x00" * (rate * align * seconds)
-    return (b"RIFF" + struct.pack("<I", 36 + len(body)) + b"WAVE" + b"fmt " +
-            struct.pack("<IHHIIHH", 16, 1, channels, rate, rate * align, align, bits) +
-            b"data" + struct.pack("<I", len(body)) + body)
-
-
 def test_a_long_wav_is_estimated_by_its_length():
     """A WAV was 1600 tokens whatever its length (50 seconds of Gemini audio): a 10-minute recording, 19,200
     tokens at Gemini's 32 a second, was held at a twelfth of its cost; its header says how long it lasts."""
@@ -165,8 +166,9 @@ def test_a_long_wav_is_estimated_by_its_length():
     assert estimate_tokens(messages) == 4 + 19201
     assert audio_tokens([{"role": "user", "content_items": [
         {"type": "inline_data", "data": _wav(2), "mime_type": "audio/wav"}]}]) == MEDIA_TOKENS  # the least
-    # bytes that are not a WAV, or whose header disagrees with itself: the flat figure
-    assert wav_seconds(WAV) is None and wav_seconds(b"RIFF") is None and wav_seconds("RIFF") is None
+    # bytes that are not a WAV, or whose header disagrees with itself: no length
+    header_only = b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x00" * 28
+    assert wav_seconds(header_only) is None and wav_seconds(b"RIFF") is None and wav_seconds("RIFF") is None
     lying = bytearray(_wav(1))
     lying[28:32] = struct.pack("<I", 1)  # a byte rate of 1 a second
     assert wav_seconds(bytes(lying)) is None
@@ -255,3 +257,107 @@ def test_one_audio_turn_costs_one_price_on_every_path(model, client_type, base, 
         paths["journal replay"] = client().run(MESSAGES, {"max_tokens": 100}, tools=[], journal=store,
                                                run_id="r-1").result().cost_usd
     assert {path: round(price, 12) for path, price in paths.items()} == {path: round(hand, 12) for path in paths}
+
+
+# -- audio that is not WAV: its length read from its headers, or the model's whole input held ---------------------
+MP3_FRAME = b"\xff\xfb\x90\x00" + b"\x00" * 413  # MPEG-1 layer III, 128 kbit/s, 44.1 kHz: 417 bytes, 1152 samples
+
+
+def _mp3(frames, tail=b""):
+    tag = b"ID3\x04\x00\x00\x00\x00\x00\x0a" + b"\x00" * 10  # an ID3v2 tag of 10 bytes before the frames
+    return tag + MP3_FRAME * frames + tail
+
+
+def _adts(frames):
+    """ADTS AAC frames of 16 kHz (index 8), 1024 samples each, 20 bytes each."""
+    length = 20
+    head = bytes([0xFF, 0xF1, (1 << 6) | (8 << 2), (1 << 6) | (length >> 11), (length >> 3) & 0xFF,
+                  ((length & 7) << 5) | 0x1F, 0xFC])
+    return (head + b"\x00" * (length - 7)) * frames
+
+
+def _flac(seconds, rate=16000):
+    info = bytearray(34)
+    info[10:13] = bytes([rate >> 12, (rate >> 4) & 0xFF, ((rate & 0x0F) << 4) | (0 << 1)])
+    total = rate * seconds
+    info[13] = (1 << 4) | (total >> 32)  # (16 bits a sample: its low nibble's high bit; the total's top 4 bits)
+    info[14:18] = struct.pack(">I", total & 0xFFFFFFFF)
+    return b"fLaC" + bytes([0x80, 0, 0, 34]) + bytes(info) + b"\x00" * 5000
+
+
+def _ogg_page(granule, serial, packet, sequence):
+    return (b"OggS\x00\x02" if sequence == 0 else b"OggS\x00\x00") + struct.pack("<qII", granule, serial, sequence) + \
+        b"\x00\x00\x00\x00" + bytes([1, len(packet)]) + packet
+
+
+def _ogg_opus(seconds):
+    head = b"OpusHead\x01\x01\x38\x01" + struct.pack("<I", 16000) + b"\x00\x00\x00"
+    pages = [_ogg_page(0, 7, head, 0), _ogg_page(0, 7, b"OpusTags" + b"\x00" * 8, 1)]
+    pages += [_ogg_page(48000 * (n + 1), 7, b"\x00" * 200, n + 2) for n in range(seconds)]
+    return b"".join(pages)
+
+
+def _m4a(seconds, version=0):
+    ftyp = struct.pack(">I", 20) + b"ftypM4A " + b"\x00\x00\x00\x00" + b"M4A "
+    if version == 0:
+        body = b"\x00\x00\x00\x00" + b"\x00" * 8 + struct.pack(">II", 1000, seconds * 1000) + b"\x00" * 80
+    else:
+        body = b"\x01\x00\x00\x00" + b"\x00" * 16 + struct.pack(">IQ", 600, seconds * 600) + b"\x00" * 80
+    mvhd = struct.pack(">I", 8 + len(body)) + b"mvhd" + body
+    mdat = struct.pack(">I", 8 + 4000) + b"mdat" + b"\x00" * 4000  # (the sound before the moov box, as often)
+    return ftyp + mdat + struct.pack(">I", 8 + len(mvhd)) + b"moov" + mvhd
+
+
+def test_the_length_of_mp3_aac_flac_ogg_and_m4a_audio_is_read_from_its_headers():
+    """Audio that was not a WAV was 1600 tokens whatever its length: ten minutes of MP3 (19,200 tokens at Gemini's
+    32 a second) were held at a twelfth of their cost; the headers say how long each lasts (nothing decoded)."""
+    ten_minutes = 600 * 44100 // 1152 + 1  # 22969 frames: 600.0065 s
+    assert audio_seconds(_mp3(ten_minutes)) == pytest.approx(ten_minutes * 1152 / 44100.0, rel=1e-12)
+    assert audio_seconds(_mp3(10, tail=b"TAG" + b"\x00" * 125)) == pytest.approx(10 * 1152 / 44100.0, rel=1e-12)
+    # bytes after the frames that are no tag: counted at MPEG's lowest bitrate (1000 bytes a second), never less
+    assert audio_seconds(_mp3(10, tail=b"\x00" * 3000)) == pytest.approx(10 * 1152 / 44100.0 + 3.0, rel=1e-12)
+    assert audio_seconds(_adts(9375)) == pytest.approx(600.0, rel=1e-12)  # 9375 frames of 1024 samples at 16 kHz
+    assert audio_seconds(_flac(600)) == pytest.approx(600.0, rel=1e-12)
+    assert audio_seconds(_ogg_opus(600)) == pytest.approx(600.0, rel=1e-12)
+    assert audio_seconds(_m4a(600)) == audio_seconds(_m4a(600, version=1)) == pytest.approx(600.0, rel=1e-12)
+    for data, mime in ((_mp3(ten_minutes), "audio/mpeg"), (_flac(600), "audio/flac"), (_ogg_opus(600), "audio/ogg"),
+                       (_m4a(600), "audio/mp4"), (_adts(9375), "audio/aac")):
+        messages = [{"role": "user", "content_items": [{"type": "inline_data", "data": data, "mime_type": mime}]}]
+        assert audio_tokens(messages) == int(math.ceil(audio_seconds(data) * 32)), mime
+        assert unknown_audio(messages) == 0
+    # what says no length, or is cut short, is unknown (never a crash)
+    for data in (b"\xff\xfb\x00\x00" * 10, _flac(600)[:20], b"fLaC" + b"\x00" * 60, _ogg_opus(3)[:40],
+                 b"OggS" + b"\x00" * 40, _m4a(0), _m4a(600)[:40], b"ID3\x04\x00\x00\x7f\x7f\x7f\x7f" + b"\x00" * 9,
+                 b"\x00" * 64, "audio", None):
+        assert audio_seconds(data) is None, data[:12]
+
+
+def test_audio_whose_length_is_unknown_holds_the_models_whole_input():
+    """Audio whose bytes do not say how long it lasts (a WebM, AMR, a header cut short) may bill up to the model's
+    whole input: the Budget holds that, at the audio price, not a flat 1600 tokens."""
+    messages = [{"role": "user", "content_items": [
+        {"type": "text", "text": "Transcribe this"},
+        {"type": "inline_data", "data": b"\x1a\x45\xdf\xa3" + b"\x00" * 64, "mime_type": "audio/webm"}]}]
+    assert unknown_audio(messages) == 1 and audio_tokens(messages) == MEDIA_TOKENS
+    window = find_model("gemini-2.5-flash")["context_window"]
+    needed = (TEXT_ESTIMATE * 0.3 + (window - TEXT_ESTIMATE) * 1 + 100 * 2.5) / 1e6
+    with Upstream() as up:
+        up.routes["up"] = Route(b"")
+        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=up.url + "/up",
+                               api_key="sk-test-0123456789", max_retries=0, budget=Budget(needed * 0.99))
+        with pytest.raises(BudgetExceededError) as caught:
+            client.response(messages, {"max_tokens": 100})
+        assert up.requests == []
+    assert caught.value.needed_usd == pytest.approx(needed, rel=1e-12)
+    mp3 = [{"role": "user", "content_items": [{"type": "text", "text": "Transcribe this"},
+                                              {"type": "inline_data", "data": _mp3(5000), "mime_type": "audio/mpeg"}]}]
+    seconds = 5000 * 1152 / 44100.0
+    heard = int(math.ceil(seconds * 32))  # 4180 tokens: 130.6 s
+    with Upstream() as up:
+        up.routes["up"] = Route(b"")
+        budget = Budget(0.001)
+        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=up.url + "/up",
+                               api_key="sk-test-0123456789", max_retries=0, budget=budget)
+        with pytest.raises(BudgetExceededError) as caught:
+            client.response(mp3, {"max_tokens": 100})
+    assert caught.value.needed_usd == pytest.approx((TEXT_ESTIMATE * 0.3 + heard * 1 + 100 * 2.5) / 1e6, rel=1e-12)

@@ -154,3 +154,15 @@ def test_bad_settings_are_config_errors(value, words):
     with pytest.raises(ConfigError) as info:
         breaker.settings(value)
     assert words in str(info.value)
+
+
+def test_the_endpoint_names_its_path_and_marks_its_credentials_without_showing_them():
+    key = "sk-proj-SECRET-0123456789"
+    one = breaker.endpoint_name("api.openai.com:443", "/v1/", [key, "org-1"])
+    assert one == breaker.endpoint_name("api.openai.com:443", "/v1", ["org-1", key, key])  # the same set: one endpoint
+    assert one.startswith("api.openai.com:443/v1 key:") and len(one) == len("api.openai.com:443/v1 key:") + 16
+    assert key not in one and "SECRET" not in one and "org-1" not in one
+    assert one != breaker.endpoint_name("api.openai.com:443", "/v1", ["sk-proj-OTHER-0123456789", "org-1"])
+    assert breaker.endpoint_name("h:443", "/v1/projects/a/locations/global") == "h:443/v1/projects/a/locations/global"
+    assert breaker.endpoint_name("h:443", "", [None, ""]) == "h:443"  # no credential (a loopback server): no mark
+    assert key not in repr(breaker.breaker_for("openai-chat", one, "m"))

@@ -4,6 +4,7 @@ generated before the cut), so a Budget counts it at its whole hold, apart from t
 on a client's retries, across failover routes, and never again for a background response's resume (the
 same response, billed once).  Exact numbers on local fakes that cut the stream."""
 
+import json
 import os
 import threading
 
@@ -223,3 +224,42 @@ def test_a_run_says_what_its_cut_attempts_were_counted_beside_what_its_answers_c
     assert result.cost_usd + result.cut_usd == pytest.approx(budget.spent_usd, rel=1e-12)
     assert budget.spent_usd == pytest.approx(HOLD + ACTUAL, rel=1e-12)
     assert (plain.cost_usd, plain.cut_usd) == (pytest.approx(ACTUAL, rel=1e-12), None)  # nothing cut
+
+
+def _sse(event, data):
+    return ("event: {}\ndata: {}\n\n".format(event, json.dumps(data))).encode("utf-8")
+
+
+#: a Claude turn that spent its max_tokens thinking: finished (billed: 40 input, 1000 output tokens), nothing to keep
+THINKING_ONLY = b"".join([
+    _sse("message_start", {"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6", "content": [],
+        "usage": {"input_tokens": 40, "output_tokens": 1}}}),
+    _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+    _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "thinking_delta", "thinking": "Let me see"}}),
+    _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "max_tokens"},
+                           "usage": {"output_tokens": 1000}}),
+    _sse("message_stop", {"type": "message_stop"}),
+])
+
+
+def test_a_turn_that_finished_with_nothing_to_keep_is_counted_at_its_usage_not_its_hold():
+    """An EmptyResponseError (max_tokens spent thinking) is a finished turn the provider billed, and its usage came
+    with it: the Budget counts that usage (before: the hold, a worst case made of an estimate of the input: $0.01501875
+    for a turn that cost $0.01512)."""
+    budget = Budget(1)
+    with SSEServer() as server:
+        server.answers.append(Answer([THINKING_ONLY]))
+        stream = _claude(server.url, budget, max_retries=0).streaming_response(HI, {"max_tokens": 1000})
+        with pytest.raises(agenthub_errors.EmptyResponseError) as caught:
+            list(stream)
+    assert caught.value.usage_metadata == {"prompt_tokens": 40, "cached_tokens": None, "thoughts_tokens": None,
+                                           "response_tokens": 1000}
+    billed = (40 * 3 + 1000 * 15) / 1e6
+    assert HOLD != pytest.approx(billed, rel=1e-6)
+    assert budget.spent_usd == pytest.approx(billed, rel=1e-12)
+    assert (budget.reserved_usd, budget.requests) == (0.0, 1)
+    assert stream._call.cut_usd == pytest.approx(billed, rel=1e-12)  # what the Budget counted for it, no answer priced

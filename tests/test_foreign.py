@@ -348,22 +348,24 @@ def _unique(old, occurrence):
     return "call_" + hashlib.sha256("{}\x00{}".format(old, occurrence).encode()).hexdigest()[:24]
 
 
-@pytest.mark.parametrize("dialect", ["anthropic", "bedrock", "openai-responses"])
+@pytest.mark.parametrize("dialect", ["anthropic", "bedrock", "openai-responses", "gemini-interactions"])
 def test_a_tool_id_an_earlier_call_took_is_rewritten_where_ids_must_be_unique(dialect):
     """Claude refuses a request whose tool_use ids repeat ("messages.3.content.0: `tool_use` ids must be unique", a
-    400), the Responses API one whose call_ids do ("Duplicate function_call_output for call_id"): a call whose id
-    an earlier call of the history took (a server that numbers its calls from 0 each turn) gets an id of its own
+    400), the Responses API one whose call_ids do ("Duplicate function_call_output for call_id"); the Interactions
+    API's input is one list of steps where a function_result names its function_call by call_id alone: a call whose
+    id an earlier call of the history took (a server that numbers its calls from 0 each turn) gets an id of its own
     there, and so do the results after it; the first call keeps its id (or its rewrite)."""
     history = _kimi_turns(3)
     before = copy.deepcopy(history)
     out, changed = for_dialect(history, dialect)
     first = "functions.get_weather:0"
-    if dialect != "openai-responses":  # (outside Claude's [A-Za-z0-9_-]: rewritten there the first time too)
+    taken = dialect in ("openai-responses", "gemini-interactions")  # (ids Claude's [A-Za-z0-9_-] refuses, they take)
+    if not taken:  # (outside Claude's [A-Za-z0-9_-]: rewritten there the first time too)
         first = _rewritten(first)
     ids = [first, first, _unique("functions.get_weather:0", 2), _unique("functions.get_weather:0", 2),
            _unique("functions.get_weather:0", 3), _unique("functions.get_weather:0", 3)]
     assert [i["tool_call_id"] for m in out[1:] for i in m["content_items"]] == ids
-    assert changed == {"ids_rewritten": 6 if dialect != "openai-responses" else 4}
+    assert changed == {"ids_rewritten": 4 if taken else 6}
     assert history == before
     plain = [history[0]] + [dict(m, content_items=[dict(i, tool_call_id="c0") for i in m["content_items"]])
                             for m in history[1:]]  # an id the rule takes

@@ -839,3 +839,22 @@ def test_generation_config_is_google_genais(model, level):
         config = types.GenerationConfig.model_validate(body["generationConfig"])
     assert config.max_output_tokens == 100 and config.stop_sequences == ["END"]
     assert config.thinking_config is not None
+
+
+@pytest.mark.parametrize("signature", [float("inf"), 7, ["c2ln"], {"a": 1}, None, ""])
+def test_a_thought_signature_that_is_no_string_is_not_kept(signature):
+    """A thought signature is base64 text; another value (a relay's number, a list) was kept in fidelity, and the next
+    turn refused the history (a ConfigError on every later turn): it is left out, as the Interactions parser leaves it
+    (its text and call go on)."""
+    chunk = {"candidates": [{"content": {"role": "model", "parts": [
+        {"text": "Hi.", "thoughtSignature": signature},
+        {"functionCall": {"name": "f", "args": {}}, "thoughtSignature": signature}]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1}}
+    data = ("data: " + json.dumps(chunk) + "\n\n").encode()
+    message = collect(parse(data))
+    assert [(i["type"], i.get("fidelity")) for i in message["content_items"]] == [
+        ("text", None), ("tool_call", {"synthetic_id": True})]
+    history = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}, message,
+               {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": message["content_items"][1][
+                   "tool_call_id"], "text": "ok"}]}]
+    AutoLLMClient("gemini-2.5-flash", client_type="gemini", api_key="k").plan(history, {"tools": [{"name": "f"}]})

@@ -327,6 +327,36 @@ def test_user_media_and_tool_result_images():
         build([{"role": "user", "content_items": [{"type": "tool_result", "text": "x", "tool_call_id": "nope"}]}])
 
 
+def test_an_empty_text_is_no_block_and_a_message_of_nothing_else_is_left_out_as_on_generate_content():
+    """The Gemini API refuses an empty text part (a 400); generateContent leaves it out, and so do the steps here: an
+    empty text beside other content is dropped, a user message of empty texts is left out, a result's empty text is
+    no block beside its images, and messages that leave nothing to send are a ConfigError before sending."""
+    call = {"role": "assistant", "content_items": [
+        {"type": "text", "text": ""}, {"type": "tool_call", "name": "snap", "arguments": {}, "tool_call_id": "fc_9"}]}
+    result = {"role": "user", "content_items": [
+        {"type": "text", "text": ""},
+        {"type": "tool_result", "text": "", "tool_call_id": "fc_9", "images": ["https://example.com/s.jpg"]}]}
+    later = {"role": "assistant", "content_items": [{"type": "text", "text": "A cat."}]}
+    history = [user("", "look", ""), call, result, later, user(""), later, user("and?", "")]
+    assert build(history).body["input"] == [
+        {"type": "user_input", "content": [{"type": "text", "text": "look"}]},
+        {"type": "thought", "signature": gemini.PLACEHOLDER_SIGNATURE},
+        {"type": "function_call", "id": "fc_9", "name": "snap", "arguments": {}},
+        {"type": "function_result", "call_id": "fc_9", "name": "snap", "result": [
+            {"type": "image", "uri": "https://example.com/s.jpg", "mime_type": "image/jpeg"}]},
+        {"type": "model_output", "content": [{"type": "text", "text": "A cat."}]},
+        {"type": "model_output", "content": [{"type": "text", "text": "A cat."}]},
+        {"type": "user_input", "content": [{"type": "text", "text": "and?"}]},
+    ]
+    assert gemini.build_request(Endpoint("gemini", BASE, "k"), MODEL, history[:3], {}).body["contents"][0] == {
+        "role": "user", "parts": [{"text": "look"}]}
+    with pytest.raises(ConfigError) as caught:
+        build([user("", "")])
+    assert str(caught.value) == ("gemini-interactions: the messages hold nothing this wire takes (every text in them "
+                                 "is empty, or white space alone on Claude's wires, which it leaves out): nothing was "
+                                 "sent")
+
+
 def _tool_turn():
     return collect(parse([fixture("tool_round_trip.sse")]))
 
@@ -486,3 +516,44 @@ def test_request_bodies_fit_google_genais_request_types():
     assert bodies[-1]["previous_interaction_id"] == "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg"
     for body in bodies:
         assert conforms(body, createmodelinteraction.CreateModelInteractionParam) is None, body
+
+
+def _numbered_from_zero():
+    """A server that numbers its calls from 0 each turn reuses ``call_0`` for another function in a later turn."""
+    ask = user("Weather, then the time.")
+    history = [ask]
+    for name, text in (("get_weather", "18 C"), ("get_time", "noon")):
+        history += [{"role": "assistant", "content_items": [
+                        {"type": "tool_call", "name": name, "arguments": {}, "tool_call_id": "call_0"}]},
+                    {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "call_0", "text": text}]}]
+    return history
+
+
+@pytest.mark.parametrize("client_type", ["gemini", "gemini-interactions"])
+def test_a_result_names_the_latest_call_of_its_id_before_it_not_a_later_one(client_type):
+    """A function response carries its call's name (the Gemini API pairs them by it): the weather's result went as
+    get_time's (the name of the history's last call of that id), whole or resumed from the previous call's."""
+    from agenthub import AutoLLMClient
+
+    history = _numbered_from_zero()
+    config = {"tools": [{"name": "get_weather"}, {"name": "get_time"}]}
+    client = AutoLLMClient(MODEL, client_type=client_type, api_key="k", base_url="http://127.0.0.1:9")
+    client.plan(history[:3], config)  # (the next plan resumes from this one's conversion)
+    for body in (client.plan(history, config).body,
+                 AutoLLMClient(MODEL, client_type=client_type, api_key="k",
+                               base_url="http://127.0.0.1:9").plan(history, config).body):
+        if client_type == "gemini":
+            assert [part["functionResponse"] for content in body["contents"] for part in content["parts"]
+                    if "functionResponse" in part] == [
+                {"name": "get_weather", "id": "call_0", "response": {"result": "18 C"}},
+                {"name": "get_time", "id": "call_0", "response": {"result": "noon"}}]
+        else:  # (the second call_0 made unique: foreign.UNIQUE_IDS)
+            second = "call_" + __import__("hashlib").sha256(b"call_0\x002").hexdigest()[:24]
+            assert [(step["type"], step.get("id") or step["call_id"], step["name"]) for step in body["input"]
+                    if step["type"] in ("function_call", "function_result")] == [
+                ("function_call", "call_0", "get_weather"), ("function_result", "call_0", "get_weather"),
+                ("function_call", second, "get_time"), ("function_result", second, "get_time")]
+    steps = gi.input_steps("gemini-interactions", history[3:], history[:3])  # (a stateful call's tail)
+    assert [step.get("name") for step in steps if step["type"] == "function_result"] == ["get_time"]
+    steps = gi.input_steps("gemini-interactions", history[2:], history[:2])
+    assert [step.get("name") for step in steps if step["type"] == "function_result"] == ["get_weather", "get_time"]

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from agenthub import AutoLLMClient, TransportError, UpstreamError
-from agenthub._redact import redact_headers, redact_url, secret_values
+from agenthub._redact import CUT_MARKER, redact_headers, redact_url, scrub_text, secret_values
 from agenthub.testing import record_session
 
 from faultserver import FaultServer, send, status
@@ -159,3 +159,17 @@ def test_a_base_urls_user_and_password_never_replace_the_keys_authorization():
         list(client.streaming_response(USER))
     headers = {k.lower(): v for k, v in server.requests[0]["headers"].items()}
     assert headers["authorization"] == "Bearer " + KEY
+
+
+def test_what_a_cut_left_of_a_secret_is_scrubbed_too():
+    key = "sk-proj-SECRET-0123456789"
+    secrets = [key, "Bearer " + key]
+    # a whole one anywhere; the head of one ending a cut text or its head part, the tail of one starting its tail part
+    assert scrub_text("a " + key + " b", secrets) == "a *** b"
+    assert scrub_text("dump: " + key[:13] + CUT_MARKER + key[9:] + " end", secrets) == "dump: ***" + CUT_MARKER + "*** end"
+    assert scrub_text("head" + CUT_MARKER + "Authorization: Bearer sk-proj-SEC", secrets) == "head" + CUT_MARKER \
+        + "Authorization: ***"
+    # not cut (no marker): a word that happens to begin a secret stays; nor are pieces of fewer than 4 characters
+    assert scrub_text("expected Bearer", secrets) == "expected Bearer"
+    assert scrub_text("x sk-" + CUT_MARKER + "ET-0123456789 y", secrets) == "x sk-" + CUT_MARKER + "*** y"
+    assert scrub_text("a sk-" + CUT_MARKER + "789 b", secrets) == "a sk-" + CUT_MARKER + "789 b"

@@ -226,3 +226,44 @@ def test_a_turn_holding_a_lone_surrogate_is_not_taken_for_corrupt():
         assert server.requests == []
     assert (result.stop, result.replayed_turns, result.cost_usd) == ("done", 1, 0.5)
     assert result.final["content_items"] == [{"type": "text", "text": "Rome \ud800 is open."}]
+
+
+def test_a_replayed_run_says_what_its_cut_attempts_were_counted_as_the_uninterrupted_run_did(monkeypatch):
+    """RunResult.cut_usd (what a Budget counted for attempts cut after the provider took them) is journaled with
+    the turn: a run replayed from its journal said None where the run it replays said the cut's hold (cost_usd
+    + cut_usd no longer summed to what the Budget charged the run); a turn entry written before says nothing of
+    cuts and still reads (None)."""
+    import agenthub.client as client_module
+    from agenthub import Budget
+    from test_budget_cuts import ACTUAL, HEAD, HI, HOLD, WHOLE, _claude
+
+    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
+    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.02)
+    store = MemoryStore()
+    budget = Budget(1)
+    with SSEServer() as server:
+        server.answers.extend([Answer([HEAD]), Answer([WHOLE])])
+        live = _claude(server.url, budget, max_retries=1).run(HI, {"max_tokens": 1000}, tools=[], journal=store,
+                                                               run_id="cut-1").result()
+        replayed = _claude(server.url, Budget(1), max_retries=1).run(HI, {"max_tokens": 1000}, tools=[],
+                                                                       journal=store, run_id="cut-1").result()
+        assert len(server.requests) == 2  # (the replay sent nothing)
+    assert (live.cost_usd, live.cut_usd) == (pytest.approx(ACTUAL, rel=1e-12), pytest.approx(HOLD, rel=1e-12))
+    assert live.cost_usd + live.cut_usd == pytest.approx(budget.spent_usd, rel=1e-12)
+    assert replayed.replayed_turns == 1
+    assert (replayed.cost_usd, replayed.cut_usd) == (live.cost_usd, live.cut_usd)
+    turn = [json.loads(text) for text in store.journal_entries("cut-1") if '"k":"turn"' in text][0]
+    assert turn["cut"] == live.cut_usd
+    # a journal written before cuts were kept: the same entries, its turn entry without "cut"
+    texts = [json.dumps(dict((k, v) for k, v in json.loads(text).items() if k != "cut"), separators=(",", ":"),
+                        ensure_ascii=False) if '"k":"turn"' in text else text
+             for text in store.journal_entries("cut-1")]
+    store.journal_forget("cut-1")
+    store.journal_claim("cut-1", "writer", 30.0)
+    store.journal_append_many("cut-1", "writer", 0, texts)
+    store.journal_release("cut-1", "writer")
+    with SSEServer() as server:
+        again = _claude(server.url, Budget(1)).run(HI, {"max_tokens": 1000}, tools=[], journal=store,
+                                                   run_id="cut-1").result()
+        assert server.requests == []
+    assert (again.replayed_turns, again.cost_usd, again.cut_usd) == (1, live.cost_usd, None)

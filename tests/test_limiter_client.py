@@ -229,4 +229,4 @@ def test_a_call_starting_during_its_primarys_pause_goes_to_the_fallback_at_once(
     assert held.value.deadline is True
     assert limiter.paused_for(("openai-chat", ("127.0.0.1", port), "m")) > 50  # the pause still holds the primary
     # the skip is no failure of the primary's circuit: only its one 429 counted
-    assert agenthub.breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(port), "m").failures == 1
+    assert agenthub.breaker.breaker_for(*first._circuit()).failures == 1

@@ -438,7 +438,8 @@ def test_reasoning_only_in_reasoning_details_is_thinking_in_wire_order():
     message = collect(events)
     assert [i["type"] for i in message["content_items"]] == ["thinking", "thinking", "text"]
     # replayed: the details as they came, the text shown from them not a second time
-    endpoint = Endpoint("openai-chat", "https://openrouter.ai/api/v1", "k", None, {"reasoning_field": "reasoning"})
+    endpoint = Endpoint("openai-chat", "https://openrouter.ai/api/v1", "k", None,
+                        {"reasoning_field": "reasoning", "reasoning_details": True})  # (OpenRouter's row)
     assert replay_wire(message, endpoint) == {"role": "assistant", "content": "4.", "reasoning_details": details}
 
 

@@ -17,16 +17,16 @@ USAGE = {"cached_tokens": 1000, "prompt_tokens": 2000, "thoughts_tokens": 300, "
 def test_cost_is_each_bucket_times_its_price():
     # claude-sonnet-5: 2 prompt, 0.20 cached, 10 thinking and response (USD per 1M tokens)
     assert agenthub.cost("claude-sonnet-5", USAGE) == pytest.approx((2000 * 2 + 1000 * 0.2 + 300 * 10 + 500 * 10) / 1e6)
-    # deepseek-v4-pro (peak): 1.32 prompt, 0.044 cached, 3.96 output; the sources make peak a tier of its own
+    # deepseek-flash (peak): 0.30 prompt, 0.006 cached, 1.20 output; the sources make peak a tier of its own
     # (01:00-04:00 and 06:00-10:00 UTC) and the standard price the off-peak half
-    assert agenthub.cost("deepseek-v4-pro", USAGE, tier="peak") == pytest.approx(
-        (2000 * 1.32 + 1000 * 0.044 + 800 * 3.96) / 1e6)
+    assert agenthub.cost("deepseek-flash", USAGE, tier="peak") == pytest.approx(
+        (2000 * 0.3 + 1000 * 0.006 + 800 * 1.2) / 1e6)
     from money_clock import utc  # (no tier: the tier in force when the turn was sent, here a fixed moment)
 
-    assert agenthub.cost("deepseek-v4-pro", USAGE, at=utc("12:00")) == pytest.approx(
-        (2000 * 0.66 + 1000 * 0.022 + 800 * 1.98) / 1e6)
-    assert agenthub.cost("deepseek-v4-pro", USAGE, at=utc("07:00")) == pytest.approx(
-        (2000 * 1.32 + 1000 * 0.044 + 800 * 3.96) / 1e6)
+    assert agenthub.cost("deepseek-flash", USAGE, at=utc("12:00")) == pytest.approx(
+        (2000 * 0.15 + 1000 * 0.003 + 800 * 0.6) / 1e6)
+    assert agenthub.cost("deepseek-flash", USAGE, at=utc("07:00")) == pytest.approx(
+        (2000 * 0.3 + 1000 * 0.006 + 800 * 1.2) / 1e6)
     assert agenthub.cost("gpt-5.5", {"cached_tokens": None, "prompt_tokens": 10, "thoughts_tokens": None,
                                      "response_tokens": 0}) == pytest.approx(10 * 5 / 1e6)
 
@@ -69,9 +69,9 @@ def test_agenthub_models_shows_limits_and_prices(capsys):
     assert main(["models", "--provider", "anthropic"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "anthropic:"
-    assert ("    claude-sonnet-5: context 1M, output ?; $2 in / 0.2 cached / 2.5 write / 10 out (+batch); "
+    assert ("    claude-sonnet-5: context 1M, output ?; $2 in / 0.2 cached / 2.5 write / 10 out (+batch, regional); "
             "? -> ?; json_schema") in out  # (its route takes a json_schema response_format: docs/workloads.md)
-    assert ("    claude-sonnet-4-6: context 1M, output 64K; $3 in / 0.3 cached / 3.75 write / 15 out (+batch); "
+    assert ("    claude-sonnet-4-6: context 1M, output 64K; $3 in / 0.3 cached / 3.75 write / 15 out (+batch, regional); "
             "text+image+pdf -> text; reasoning, tools, json_schema") in out
     assert main(["models", "--provider", "deepseek"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -165,3 +165,63 @@ def test_the_metrics_price_a_failed_over_answer_as_the_model_that_answered(upstr
     assert [line for line in text.splitlines() if line.startswith("agenthub_cost_usd_total")] == [
         'agenthub_cost_usd_total{model="claude"} ' + repr((100000 * 2.5 + 1000 * 10) / 1e6),
         'agenthub_cost_usd_total{model="chat"} 0.0']
+
+
+def _usage_stream(text, prompt, completion):
+    return b"".join(b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n" for chunk in (
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+         "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}},
+    )) + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize("shared", ["budget", "limiter"])
+def test_rows_drawing_from_one_shared_account_count_a_failed_over_turn_once(upstreams, tmp_path, shared):
+    """Two rows naming the same store and key (one team's budget, one account's pace), the one the other's
+    fallback: the turn the fallback answered is held and settled once on the account (before: once by each row's
+    Budget, so the fallback's $0.0000147 counted $0.0000294, two requests), and takes one slot of the shared pace
+    (before: two)."""
+    from agenthub import Budget, cost
+
+    first, second = upstreams
+    first.routes["ant"] = OVERLOADED
+    second.routes["chat"] = Route(_usage_stream("from the fallback", 50, 12))
+    store = "sqlite:///" + str(tmp_path / "team.db")
+    account = {"budget": {"max_usd": 1, "store": store, "key": "team"},
+               "limiter": {"rpm": 600, "store": store, "key": "team"}}[shared]
+    models = [dict(rows(first, second)[0], **{shared: account}),
+              dict(rows(first, second)[1], model="gpt-4o-mini", **{shared: account})]
+    app = make_app({"models": models, "api_keys": [KEY]}, environ={})
+    with Builtin(app) as server:
+        events = stream(server.url, "claude")
+    assert text_of(events) == "from the fallback"
+    assert [r["route"] for r in first.requests + second.requests] == ["ant", "chat"]
+    if shared == "budget":
+        answer = cost("gpt-4o-mini", {"prompt_tokens": 50, "cached_tokens": 0, "thoughts_tokens": 0,
+                                      "response_tokens": 12})
+        team = Budget(1, store=store, key="team")
+        assert (team.requests, round(team.spent_usd, 12), team.reserved_usd) == (2 - 1, round(answer, 12), 0.0)
+    else:  # the primary's attempt and the fallback's took a slot each, both through the called row's limiter
+        assert [app.models[row].client.limiter.requests for row in ("claude", "chat")] == [2, 0]
+
+
+def test_a_budget_row_whose_fallback_has_no_price_is_refused_when_the_app_is_made(upstreams):
+    """A row with a budget (without allow_unpriced) and a fallback the catalog has no price for: every turn failed
+    over to it would be refused by the budget (a 400 ConfigError, the answer lost) exactly while the primary is down;
+    the config is refused when the app is made instead.  With allow_unpriced the fallback answers, uncounted."""
+    first, second = upstreams
+    models = [dict(rows(first, second)[0], budget={"max_usd": 1}), rows(first, second)[1]]  # chat: "backup-model"
+    with pytest.raises(ConfigError) as info:
+        make_app({"models": models, "api_keys": [KEY]}, environ={})
+    assert str(info.value) == (
+        "server config models[0] ('claude'): fallbacks entry 'backup-model' (openai-chat) has no list price in the "
+        "catalog: the budget cannot bound what a turn there costs, so it would refuse every turn failed over to it, "
+        "while the primary is down; give a priced model, or Budget(max_usd, allow_unpriced=True) to let it run "
+        "uncounted")
+    first.routes["ant"] = OVERLOADED
+    second.routes["chat"] = Route(chat_stream("from ", "the fallback"))
+    models[0]["budget"] = {"max_usd": 1, "allow_unpriced": True}
+    app = make_app({"models": models, "api_keys": [KEY]}, environ={})
+    with Builtin(app) as server:
+        assert text_of(stream(server.url, "claude")) == "from the fallback"
+    assert app.models["claude"].client.budget.spent_usd == 0.0

@@ -16,7 +16,7 @@ import requests
 from agenthub import AutoLLMClient
 from agenthub.apps import server as server_module
 from agenthub.apps.server import make_app
-from agenthub.errors import ConfigError, TransportError
+from agenthub.errors import AgentHubError, ConfigError, TransportError
 from server_support import Builtin, Route, Upstream
 from sse_server import read_until_closed, trickled_until_closed
 
@@ -181,6 +181,18 @@ def _call(app, body=BODY, **extra):
     return statuses[0], result
 
 
+def _all_slots_free(app, timeout=5.0):
+    """Every one of the app's stream slots can be taken (within ``timeout``): they are given back at once."""
+    taken = 0
+    try:
+        while taken < app.max_concurrent_streams and app._slots.acquire(timeout=timeout):
+            taken += 1
+        return taken == app.max_concurrent_streams
+    finally:
+        for _ in range(taken):
+            app._slots.release()
+
+
 def _wait(condition, timeout=5.0):
     deadline = time.monotonic() + timeout
     while not condition() and time.monotonic() < deadline:
@@ -246,8 +258,7 @@ def test_a_client_that_stops_reading_is_cut_off_by_the_write_timeout(site):
         # the client reads no more; the server's write blocks, then times out
         assert _wait(lambda: up.closed > closed, timeout=15), "the upstream stream was not closed"
         assert _wait(lambda: app.open_streams == 0, timeout=5)
-        assert app._slots.acquire(False)  # every slot is free again
-        app._slots.release()
+        assert _all_slots_free(app)  # every slot is free again
     finally:
         sock.close()
 
@@ -484,7 +495,7 @@ def test_a_client_that_leaves_while_the_upstream_is_silent_ends_the_stream_at_on
     so.  (keepalive_seconds is 30 here; the upstream holds the connection at most 20 s of its own.)"""
     with Upstream() as up:
         up.routes["chat"] = Route(chat_sse(1, end=False) if events else b": thinking\n\n", hold=True)
-        app = app_for(up, keepalive_seconds=30, max_concurrent_streams=1)  # (its one slot free: the stream ended)
+        app = app_for(up, keepalive_seconds=30)
         with Builtin(app) as server:
             if not events:  # (the head comes with the first keep-alive or event: the client leaves before either)
                 host, port = server.server.server_address[:2]
@@ -498,6 +509,51 @@ def test_a_client_that_leaves_while_the_upstream_is_silent_ends_the_stream_at_on
             assert up.wait_closed(1, timeout=8)  # the upstream connection is closed: the model stops
             assert time.monotonic() - left < 8
             assert _wait(lambda: app.open_streams == 0)
-            assert app._slots.acquire(timeout=5)  # (released after the gauge is lowered: both are done)
-            app._slots.release()
+            assert _all_slots_free(app)  # (the slot is given back after the gauge is lowered: both are done)
             assert app.metrics.render().count('agenthub_open_streams{model="chat"} 0') == 1
+
+
+UPSTREAM_KEY = "sk-upstream-SECRET-0123456789abcdefghijklmnopqrstuv"
+
+
+def _cut_echoes():
+    """Upstream error answers that echo the row's key where agenthub cuts the text: at the end of the 64 KiB it reads
+    of an error body, and across errors.preview's head and its tail (an error message of more than 2000 characters),
+    and across the tail's start."""
+    page = ("<html><body><pre>" + "request dump " * 6000 + "Authorization: Bearer " + UPSTREAM_KEY
+            + "</pre></body></html>").encode("utf-8")  # the key straddles the 64 KiB read
+    at = 64 * 1024 - 20  # (its first 20 characters inside what is read)
+    page = page[:at - len("Authorization: Bearer ") - 20] + ("Authorization: Bearer " + UPSTREAM_KEY).encode() \
+        + b" " * 70000
+    head = "x" * (991 - 20) + UPSTREAM_KEY + "y" * 3000  # (preview keeps 991 characters each side of its marker)
+    tail = "x" * 3000 + UPSTREAM_KEY + "y" * (991 - len(UPSTREAM_KEY) + 20)
+    return [
+        Route(page, status=502, headers={"Content-Type": "text/html"}),
+        Route(json.dumps({"error": {"message": head, "type": "server_error"}}).encode(), status=500,
+              headers={"Content-Type": "application/json"}),
+        Route(json.dumps({"error": {"message": tail, "type": "server_error"}}).encode(), status=500,
+              headers={"Content-Type": "application/json"}),
+    ]
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["body-cut", "preview-head", "preview-tail"])
+def test_an_upstream_error_echoing_the_key_where_it_is_cut_shows_no_piece_of_it(which, caplog):
+    """A key an upstream's error echoes is scrubbed whole; one that a cut left in pieces (the error body read up to
+    its cap, the message's head and tail kept around the marker) was shown in part: 20 or more of its characters
+    reached the caller of the server and the log."""
+    with Upstream() as up:
+        up.routes["chat"] = _cut_echoes()[which]
+        app = make_app({"models": [{"id": "chat", "model": "m", "client_type": "openai-chat", "base_url": up.url
+                                    + "/chat/v1", "api_key": UPSTREAM_KEY, "max_retries": 0}]})
+        with Builtin(app) as server:
+            with caplog.at_level(logging.INFO, logger="agenthub.server"):
+                answer = post(server)
+            client = AutoLLMClient("chat", client_type="agenthub", base_url=server.url, max_retries=0)
+            with pytest.raises(AgentHubError) as caught:
+                list(client.streaming_response(MESSAGES))
+    assert answer.status_code in (500, 502)
+    message = answer.json()["error"]["message"]
+    assert "...[truncated]...***" in message or "***...[truncated]..." in message or message.endswith("***")
+    shown = [answer.text, str(caught.value)] + [record.getMessage() for record in caplog.records]
+    pieces = [UPSTREAM_KEY[i:i + 8] for i in range(len(UPSTREAM_KEY) - 7)]  # any 8 characters of it in a row
+    assert [piece for text in shown for piece in pieces if piece in text] == []

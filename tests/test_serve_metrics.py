@@ -213,3 +213,39 @@ def test_absurd_usage_from_the_upstream_never_reaches_the_metrics(site):
         'agenthub_tokens_total{model="priced",bucket="response_tokens"} 400']
     assert lines_of(answer.text, "agenthub_cost_usd_total")[0] == 'agenthub_cost_usd_total{model="priced"} ' + repr(
         cost("gpt-4.1-mini", BUCKETS))
+
+
+def test_an_answer_an_error_followed_is_counted_as_the_answer_and_the_error(site):
+    """The stop event came (the upstream billed the answer), then the call failed: a budget's store that could not
+    settle it (here a hook of the process that raises when the call's route is done).  The metrics count the answer's
+    tokens and cost, and the error (before: the error alone, the billed answer nowhere)."""
+    from agenthub import attempts
+    from agenthub.stores import StoreError
+
+    class SettleFails(attempts.AttemptHook):
+        def on_done(self, attempt):
+            raise StoreError("the budget's store could not settle the answer", retryable=True)
+
+    up, app, server = site
+    up.routes["priced"] = Route(chat_sse())
+    hook = SettleFails()
+    attempts.register(hook)
+    try:
+        answer = requests.post(server.url + "/v1/stream", timeout=10, headers={
+            "Authorization": "Bearer " + KEY, "Content-Type": "application/json"},
+            data=json.dumps({"model": "priced", "messages": MESSAGES}))
+    finally:
+        attempts.unregister(hook)
+    frames = [frame for frame in answer.text.split("\n\n") if frame]
+    assert json.loads(frames[-2][len("data: "):])["event_type"] == "stop"
+    assert frames[-1].startswith("event: error\ndata: ") and json.loads(frames[-1].split("data: ", 1)[1])[
+        "error"]["type"] == "StoreError"
+    text = metrics(server).text
+    assert lines_of(text, "agenthub_errors_total") == ['agenthub_errors_total{model="priced",class="StoreError"} 1']
+    assert lines_of(text, "agenthub_tokens_total")[:4] == [
+        'agenthub_tokens_total{model="priced",bucket="prompt_tokens"} 1000',
+        'agenthub_tokens_total{model="priced",bucket="cached_tokens"} 2000',
+        'agenthub_tokens_total{model="priced",bucket="thoughts_tokens"} 100',
+        'agenthub_tokens_total{model="priced",bucket="response_tokens"} 400']
+    assert lines_of(text, "agenthub_cost_usd_total")[0] == 'agenthub_cost_usd_total{model="priced"} ' + repr(
+        cost("gpt-4.1-mini", BUCKETS))

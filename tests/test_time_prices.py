@@ -269,3 +269,4 @@ def test_a_response_cache_hit_costs_nothing_on_every_path(monkeypatch, upstream,
         assert budget.spent_usd == 0.0
     finally:
         cache.close()
+

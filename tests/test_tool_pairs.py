@@ -42,7 +42,9 @@ def test_a_result_for_an_unknown_call_id_is_refused_before_sending(client_type):
 #: call turn" (a 400); the Chat Completions hosts that refuse ("An assistant message with 'tool_calls' must be
 #: followed by tool messages responding to each 'tool_call_id'") are reached by their row (here DeepSeek's and
 #: Moonshot's, named with client_type at the local server)
-REFUSING = ["openai-responses", "anthropic", "bedrock", "gemini", "deepseek", "moonshot"]
+#: The Interactions API (gemini-interactions) is held to generateContent's rule: its interaction whose calls wait ends
+#: requires_action, answered by one function_result step per call; the same models read the turns
+REFUSING = ["openai-responses", "anthropic", "bedrock", "gemini", "gemini-interactions", "deepseek", "moonshot"]
 
 
 @pytest.mark.parametrize("client_type", REFUSING)
@@ -59,12 +61,13 @@ def test_a_call_left_unanswered_before_the_next_turn_is_refused_before_sending(c
             "openai-chat" if client_type in ("deepseek", "moonshot") else client_type))
 
 
-def test_of_two_calls_one_left_unanswered_is_refused_on_gemini():
+@pytest.mark.parametrize("client_type", ["gemini", "gemini-interactions"])
+def test_of_two_calls_one_left_unanswered_is_refused_on_gemini(client_type):
     both = {"role": "assistant", "content_items": CALL["content_items"] + [
         {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Rome"}, "tool_call_id": "c2"}]}
     with FaultServer() as server:
         with pytest.raises(ConfigError) as caught:
-            list(_client("gemini", server).streaming_response([ASK, both, ANSWER, LATER, AGAIN], TOOLS))
+            list(_client(client_type, server).streaming_response([ASK, both, ANSWER, LATER, AGAIN], TOOLS))
         assert server.requests == []
     assert "messages[1]: tool_call 'c2' ('get_weather') has no tool_result" in str(caught.value)
 

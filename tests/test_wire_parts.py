@@ -14,8 +14,9 @@ first user message), or the exact error.  The cases are the ones a wire got wron
   refuse such a text block ("text content blocks must contain non-whitespace text", a 400), so Anthropic and
   Bedrock leave it out as they leave out an empty text (a blank tool output: Anthropic's tool_result has no
   content, Bedrock's, which must have some, is the text "(no output)"); the other wires take it as it is;
-- an empty text: Gemini refuses an empty text part ("it has an empty text parameter", a 400), so it sends none, as
-  Anthropic and Bedrock send none; where nothing is left to send, the three raise a ConfigError before sending (the
+- an empty text: Gemini refuses an empty text part ("it has an empty text parameter", a 400), so it sends none (on
+  generateContent as on Interactions), as Anthropic and Bedrock send none; where nothing is left to send, the four
+  raise a ConfigError before sending (the
   API's 400 otherwise);
 - an item carrying Anthropic's ``cache_control`` (no wire reads it from an item: the breakpoint was lost unseen)
   is a ConfigError naming agenthub's mark, ``cache_breakpoint``;
@@ -459,9 +460,7 @@ EXPECT = {
          {'role': 'user', 'parts': [{'inlineData': {'mimeType': 'image/png', 'data': 'iVBORw=='}}]}],
     ('gemini-interactions', 'an empty text beside an image'):
         [{'type': 'model_output', 'content': [{'type': 'text', 'text': 'ok'}]},
-         {'type': 'user_input',
-          'content': [{'type': 'text', 'text': ''},
-                      {'type': 'image', 'data': 'iVBORw==', 'mime_type': 'image/png'}]}],
+         {'type': 'user_input', 'content': [{'type': 'image', 'data': 'iVBORw==', 'mime_type': 'image/png'}]}],
     ('bedrock', 'an empty text beside an image'):
         [{'role': 'assistant', 'content': [{'text': 'ok'}]},
          {'role': 'user',
@@ -481,7 +480,9 @@ EXPECT = {
          'gemini: the messages hold nothing this wire takes (every text in them is empty, or white '
          "space alone on Claude's wires, which it leaves out): nothing was sent"),
     ('gemini-interactions', 'nothing but an empty text'):
-        [{'type': 'user_input', 'content': [{'type': 'text', 'text': ''}]}],
+        (ConfigError,
+         'gemini-interactions: the messages hold nothing this wire takes (every text in them is empty, or white '
+         "space alone on Claude's wires, which it leaves out): nothing was sent"),
     ('bedrock', 'nothing but an empty text'):
         (ConfigError,
          'bedrock: the messages hold nothing this wire takes (every text in them is empty, or white '

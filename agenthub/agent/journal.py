@@ -245,7 +245,8 @@ def entry_read(entry: Dict[str, Any], turns: int) -> Dict[str, Any]:
         if entry.get("turn") != turns or type(entry.get("turn")) is not int:
             raise ValueError("turn {!r} where turn {} is next".format(entry.get("turn"), turns))
         if not (_int(entry.get("turn"), 0) and _checked_message(entry.get("message"), "assistant")
-                and _number_or_none(entry.get("cost")) and (entry.get("route") is None
+                and _number_or_none(entry.get("cost")) and _number_or_none(entry.get("cut"))
+                and (entry.get("route") is None
                                                              or type(entry.get("route")) is dict)):
             raise ValueError("a turn without its number, an assistant message, a cost or a route")
     elif kind == "call":
@@ -277,22 +278,28 @@ class _Text(str):
     """JSON text written already (a route ``_turn_text`` takes as it is)."""
 
 
-def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Any) -> str:
+def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Any, cut: Optional[float] = None) -> str:
     """The ``turn`` entry: ``_ENCODE({"turn", "message", "cost", "route", "k": "turn"})``, the same text, the
     fields around the message written as they always are (``route``: a dict, or its ``_Text``); ``usage`` too
     (before ``k``) when the message's usage carries something beside its four buckets (``stream.usage_extras``:
-    cache writes, image tokens, the service tier), so the replayed turn's usage is priced as the live one."""
+    cache writes, image tokens, the service tier), so the replayed turn's usage is priced as the live one; and
+    ``cut`` when a Budget counted attempts of the turn cut after the provider took them (``Attempt.cut_usd``), so
+    a replayed run's ``cut_usd`` is the live run's."""
     from ..stream import usage_extras
 
     extras = usage_extras(message.get("usage_metadata"))
     cost_text = _number(cost)
-    if type(route) is _Text and (type(turn) is not int or cost_text is None or extras):
+    plain = type(turn) is int and cost_text is not None and not extras and cut is None
+    if type(route) is _Text and not plain:
         route = json.loads(route)
+    entry = {}  # type: Dict[str, Any]
     try:
-        if type(turn) is not int or cost_text is None or extras:
-            entry = {"turn": turn, "message": message, "cost": cost, "route": route}  # type: Dict[str, Any]
+        if not plain:
+            entry = {"turn": turn, "message": message, "cost": cost, "route": route}
             if extras:
                 entry["usage"] = extras
+            if cut is not None:
+                entry["cut"] = cut
             entry["k"] = "turn"
             return _ENCODE(entry)
         return '{"turn":%d,"message":%s,"cost":%s,"route":%s,"k":"turn"}' % (
@@ -302,6 +309,8 @@ def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Any) -> str
                  "route": json.loads(route) if type(route) is _Text else route}
         if extras:
             entry["usage"] = extras
+        if cut is not None:
+            entry["cut"] = cut
         entry["k"] = "turn"
         return _with_bytes(entry, "message")
 
@@ -979,11 +988,13 @@ class RunJournal(object):
         self._kept_seconds = 0.0  # (those kept now are stored with the turn's answer, before any result comes)
 
     def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
-                 route: Optional[Mapping[str, Any]], results: Sequence[Tuple[str, Mapping[str, Any]]] = ()) -> None:
+                 route: Optional[Mapping[str, Any]], results: Sequence[Tuple[str, Mapping[str, Any]]] = (),
+                 cut: Optional[float] = None) -> None:
         """The turn stored now; ``results``: (call id, result item) of its calls answered with it (those whose
-        arguments did not parse), in the same write."""
+        arguments did not parse), in the same write; ``cut``: what a Budget counted for the turn's attempts cut
+        after the provider took them (None: none was)."""
         self.journal.keep(_turn_text(turn, message if type(message) is dict else dict(message), cost,
-                                     self._route_text(route)))
+                                     self._route_text(route), cut))
         for call_id, item in results:
             kept = dict(item)
             self.replay.results[(turn, call_id)] = {"item": kept}

@@ -1019,6 +1019,7 @@ class Run(object):
     _committed = False
     _journal = None  # type: Any  # a journaled run's seam (agenthub.agent.journal.RunJournal)
     _replayed_cost = 0.0  # type: Optional[float]  # what the turns taken from the journal cost
+    _replayed_cuts = ()  # type: Sequence[float]  # what a Budget counted for their attempts cut after the 200
     _attached_id = None  # type: Optional[str]  # the live turn's background response id, journaled
     _message_unsent = False  # stateful: the first turn sends the caller's message (not in history yet)
     #: stateful, journaled: (the client's history before the run, its message) when the client's history holds the
@@ -1726,6 +1727,8 @@ class Run(object):
         self._add_usage(answer.get("usage_metadata") or {})
         cost = kept.get("cost")
         self._replayed_cost = None if cost is None or self._replayed_cost is None else self._replayed_cost + cost
+        if kept.get("cut") is not None:  # (what a Budget counted for the turn's cut attempts: the live run's cut_usd)
+            self._replayed_cuts = list(self._replayed_cuts) + [kept["cut"]]
         self.route = dict(kept.get("route") or {}) or None
         self._journal.replayed_turns += 1
         self.messages.append(answer)  # type: ignore[arg-type]
@@ -1753,7 +1756,9 @@ class Run(object):
         if self._journal is not None:
             broken = [(call_id, _error(call_id, self._broken_text(error))) for call_id, error in caught.items()] \
                 if caught else []
-            self._journal.answered(self._turns - 1, answer, self._turn_cost(), self._priced[-1][3], broken)
+            paid = self._priced[-1][2]
+            self._journal.answered(self._turns - 1, answer, self._turn_cost(), self._priced[-1][3], broken,
+                                   paid.cut_usd if paid is not None else None)
         self.messages.append(answer)
         if not self._stateful:
             self._sent.append(answer)  # the runner's own list (streaming_response copied what it sent)
@@ -1899,7 +1904,8 @@ class Run(object):
     def cut_usd(self) -> Optional[float]:
         """What a Budget counted for the turns' attempts cut after the provider took them (``RunResult.cut_usd``);
         None when none was."""
-        cuts = [paid[2].cut_usd for paid in self._priced if paid[2] is not None and paid[2].cut_usd is not None]
+        cuts = list(self._replayed_cuts) + [paid[2].cut_usd for paid in self._priced
+                                      if paid[2] is not None and paid[2].cut_usd is not None]
         return sum(cuts) if cuts else None
 
     @property

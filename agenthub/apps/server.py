@@ -84,6 +84,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from ..errors import (AgentHubError, AuthenticationError, BudgetExceededError, ConfigError, ServerError, StreamError,
                      TransportError, UnsupportedParameterError, UpstreamError, error_to_json)
 from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
+from .._redact import scrub_text
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from ..telemetry import continue_trace  # an incoming traceparent continues in the upstream call (a no-op uninstrumented)
 from ._sockets import ConnectionLimit, DeadlineReader, busy_answer, peer_closed
@@ -421,7 +422,8 @@ def _with_usage_extras(event: Any, asked: Optional[str] = None) -> Any:
     """The items and runs wires (the agenthub client's), for a stop event: its usage_metadata with what the
     upstream reported beside the four buckets, the prompt-cache writes (``stream.Usage.cache_write`` and
     ``cache_write_1h``), the image tokens of the output (``Usage.output_image_tokens``), the audio tokens
-    (``Usage.input_audio_tokens``, ``cached_audio_tokens``, ``output_audio_tokens``) and the service tier
+    (``Usage.input_audio_tokens``, ``cached_audio_tokens``, ``output_audio_tokens``), the images OpenAI's
+    image_generation tool made (``Usage.image_tool_calls``: the turn's price unknown) and the service tier
     that served it (``Usage.service_tier``; where the upstream said none, ``asked``: the tier the call asked
     for, a row's ``default_config`` ``fast_mode`` the client never sent), under those names, so the client prices the turn as this server does; as it is when there are none
     (and for every other client: the data model's four buckets)."""
@@ -430,7 +432,8 @@ def _with_usage_extras(event: Any, asked: Optional[str] = None) -> Any:
     if extra["service_tier"] is None and isinstance(usage, dict):
         extra["service_tier"] = asked
     counts = {name: getattr(usage, name, None) for name in ("output_image_tokens", "input_audio_tokens",
-                                                             "cached_audio_tokens", "output_audio_tokens")}
+                                                             "cached_audio_tokens", "output_audio_tokens",
+                                                             "image_tool_calls")}
     counts = {name: count for name, count in counts.items() if count is not None}
     if counts:
         extra.update(counts)
@@ -739,10 +742,7 @@ class AgentHubApp(object):
 
     # -- answers -----------------------------------------------------------------------------
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
+        return scrub_text(text, self._secrets)  # (what a cut left of one too)
 
     def _error_bytes(self, error: BaseException) -> bytes:
         return self._scrub(json.dumps(error_to_json(_public(error)), separators=(",", ":"),
@@ -883,13 +883,14 @@ class AgentHubApp(object):
         self._slots.release()
 
     def _ended(self, model: "_Model", stream: Any = None) -> Callable[[Any, Optional[BaseException]], None]:
-        """What the pump reports when the upstream is done: the answer's usage (metrics), or the error."""
+        """What the pump reports when the upstream is done: the answer's usage (metrics), and the error."""
         upstream_model = model.client.model
 
         def ended(last: Any, error: Optional[BaseException]) -> None:
             if error is not None:
                 self.metrics.error(model.id, error)
-            elif isinstance(last, dict) and last.get("event_type") == "stop":
+            if isinstance(last, dict) and last.get("event_type") == "stop":  # (an answer, billed: counted even when
+                # the call failed after it, a budget's store that could not settle it, say)
                 call = getattr(stream, "_call", None)  # (priced as the call: its start, a cache hit, its tier)
                 route = getattr(call, "route", None)  # priced as the model that answered (a fallback row's, say)
                 answered = str(route["model"]) if isinstance(route, dict) and route.get("model") else upstream_model

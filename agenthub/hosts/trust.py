@@ -145,8 +145,8 @@ def url_server(url: Any) -> Optional[Tuple[str, int]]:
 
 
 def circuit_host(url: Any) -> str:
-    """The endpoint a circuit breaker (and a limiter's pause) keys: host and port, always (two gateways on
-    one host are two endpoints); "" for a URL without a host."""
+    """The host part of the endpoint a circuit breaker (``breaker.endpoint_name``) and a limiter's pause key: host
+    and port, always (two gateways on one host are two endpoints); "" for a URL without a host."""
     origin = url_origin(url)
     if origin is None:
         return ""

@@ -684,6 +684,66 @@ def check_image_type(client: str, mime_type: str, accepted: Sequence[str], wire:
             mime_type, wire, ", ".join(names[:-1]), names[-1]))
 
 
+#: how far into an image ``animated`` reads (its header and first frame's blocks: never the whole of a large image)
+_ANIMATION_HEAD = 65536
+_GIF_LOOPS = (b"NETSCAPE2.0", b"ANIMEXTS1.0")
+
+
+def animated(data: Any) -> bool:
+    """Whether image bytes are an animation, read from their first ``_ANIMATION_HEAD`` bytes alone (whatever type
+    they are labelled): a GIF with a looping application extension (NETSCAPE2.0) or a second frame there, a WebP
+    whose VP8X header sets the animation flag, a PNG with an ``acTL`` chunk before its image data (APNG)."""
+    head = bytes(data[:_ANIMATION_HEAD])
+    if head[:6] in (b"GIF87a", b"GIF89a") and len(head) >= 13:
+        at = 13 + (3 << ((head[10] & 7) + 1) if head[10] & 0x80 else 0)  # (after the global colour table)
+        frames = 0
+        while at < len(head):
+            kind = head[at]
+            if kind == 0x21 and at + 1 < len(head):  # an extension: its label, then sub-blocks
+                if head[at + 1] == 0xFF and head[at + 3:at + 14] in _GIF_LOOPS:
+                    return True
+                at += 2
+            elif kind == 0x2C and at + 9 < len(head):  # a frame: its descriptor, local colour table, LZW code size
+                frames += 1
+                if frames > 1:
+                    return True
+                packed = head[at + 9]
+                at += 10 + (3 << ((packed & 7) + 1) if packed & 0x80 else 0) + 1
+            else:  # the trailer, or bytes that are no block
+                return False
+            while at < len(head) and head[at]:  # sub-blocks, each its length then its bytes
+                at += head[at] + 1
+            at += 1
+        return False
+    if head[:4] == b"RIFF" and head[8:16] == b"WEBPVP8X" and len(head) > 20:
+        return bool(head[20] & 0x02)
+    if head[:8] == b"\x89PNG\r\n\x1a\n":
+        at = 8
+        while at + 8 <= len(head):
+            kind = head[at + 4:at + 8]
+            if kind == b"acTL":
+                return True
+            if kind == b"IDAT":
+                return False
+            at += 12 + int.from_bytes(head[at:at + 4], "big")
+    return False
+
+
+def check_still(client: str, mime_type: str, data: Any, wire: str, refused: bool = False,
+                parameter: str = "inline_data") -> None:
+    """An animated image (``animated``) where the wire takes still images: ``refused`` (OpenAI's hosts: its image
+    input is "PNG, JPEG, WEBP, non-animated GIF") an UnsupportedParameterError before sending, as an image type the
+    host does not take is; elsewhere a warning (logger ``agenthub``): the model is given one picture of it, not the
+    motion, and no error says so."""
+    if not mime_type.lower().startswith("image/") or not animated(data):
+        return
+    if refused:
+        raise unsupported(client, parameter, "is an animated image ({}): {} takes still images only (send a frame, "
+                                             "or the frames one image each)".format(mime_type, wire))
+    _LOGGER.warning("%s: an animated image (%s) is sent to %s, which reads still images: the model may see one "
+                    "frame of it only (send the frames one image each to show the motion)", client, mime_type, wire)
+
+
 def data_uri(mime_type: str, data: bytes) -> str:
     return "data:{};base64,{}".format(media_type(mime_type), base64.b64encode(data).decode("ascii"))
 

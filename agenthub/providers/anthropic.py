@@ -99,7 +99,7 @@ from ..toolcalls import ToolCallAssembler
 from ..typeschema import DATA_KEYWORDS
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks
-from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
+from ._common import check_still, NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 from ._common import (COMPACTION_FORMAT, Count, left_out, media_type, pdf_url, something_to_send, visible_text, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage, with_cache_write)
@@ -827,6 +827,7 @@ def _media_block(endpoint: Endpoint, mime_type: str, data: bytes) -> Dict[str, A
                                                                "API (its images are JPEG, PNG, GIF or WebP)".format(mime_type))
     encoded = base64.b64encode(data).decode("ascii")
     if image is not None:  # ("image/jpg": the JPEG it means)
+        check_still(endpoint.client_type, image, data, "the Anthropic Messages API")
         return {"type": "image", "source": {"type": "base64", "media_type": image, "data": encoded}}
     if mime_type == "application/pdf":
         return {"type": "document", "source": {"type": "base64", "media_type": mime_type, "data": encoded}}
@@ -1373,6 +1374,9 @@ def _start_block(state: _State, index: Any, start: Mapping[str, Any]) -> List[Di
                                 (seed if type(seed) is str else dumps(seed)) if seed else None)
     if bkind == "redacted_thinking":
         blocks[index] = _Block("redacted", start)
+        return []
+    if type(bkind) is not str or not bkind:  # (no block the API sends: kept, it could never go back, and the next
+        logger.debug("a content block with no type is left out")  # turn refused the whole history)
         return []
     # server_tool_use, *_tool_result, compaction, fallback, and block types this module does not know
     blocks[index] = _Block("server", dict(start))

@@ -88,7 +88,7 @@ from . import anthropic
 from ._common import (left_out, something_to_send, visible_text, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
                       parse_data_uri, samplers, to_int, unsupported, usage,
                       with_cache_write)
-from ._common import refuse_mcp_servers
+from ._common import check_still, refuse_mcp_servers
 
 __all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "claude_name", "stream_error",
            "FINISH_REASONS", "EXCEPTIONS", "PROTOCOL"]
@@ -396,6 +396,7 @@ def _b64(data: bytes) -> str:
 def _media(client: str, mime_type: str, data: bytes, documents: List[int]) -> Dict[str, Any]:
     mime = mime_type.lower().split(";", 1)[0].strip()
     if mime in _IMAGE_FORMATS:
+        check_still(client, mime, data, "Bedrock Converse")
         return {"image": {"format": _IMAGE_FORMATS[mime], "source": {"bytes": _b64(data)}}}
     if mime in _DOCUMENT_FORMATS:
         documents[0] += 1

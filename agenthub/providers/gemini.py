@@ -96,7 +96,7 @@ from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
-from ._common import (GEMINI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, media_type, refuse_mcp_servers,
+from ._common import (GEMINI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, check_still, media_type, refuse_mcp_servers,
                       something_to_send)
 
 __all__ = [
@@ -385,6 +385,7 @@ def blob_part(mime_type: str, data: Any, client: Optional[str] = None) -> Dict[s
     """Bytes as a part; with ``client`` (generateContent), an image of a type Gemini does not take is refused."""
     if client is not None:
         check_image_type(client, mime_type, GEMINI_IMAGE_TYPES, "the Gemini API")
+        check_still(client, mime_type, data, "the Gemini API")
     return {"inlineData": {"mimeType": media_type(mime_type), "data": _b64(data)}}
 
 
@@ -421,18 +422,12 @@ def calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional
 
 def started_with_calls(prior: Optional[Prior], wire: str, context: Any, messages: List[Mapping[str, Any]]
                        ) -> Tuple[Resumed, Dict[str, Tuple[str, Optional[str]]]]:
-    """``wire``'s message mapping started from ``prior`` (``_common.start``) and every call of the history
-    (``calls_in``): the head's as the previous call kept them, then the new messages'.  A new call that takes
-    an id the head's results read starts the mapping over (a result reads its call's name anywhere)."""
+    """``wire``'s message mapping started from ``prior`` (``_common.start``) and the calls of its head (``calls_in``,
+    as the previous call kept them): the caller adds each assistant message's calls as it converts it, so a function
+    response reads the name of the latest call of its id before it (a server that numbers its calls from 0 each turn
+    reuses an id, "call_0", for another function)."""
     made = start(prior, wire, context, messages, prior.head if prior is not None else 0, None)
-    if made.count:
-        new = _calls_in(messages[made.count:])
-        if not any(call_id in made.state for call_id in new):
-            calls = dict(made.state)
-            calls.update(new)
-            return made, calls
-        made = start(None, wire, context, messages, 0, None)
-    return made, _calls_in(messages)
+    return made, dict(made.state) if made.count else {}
 
 
 def _calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional[str]]]:
@@ -566,7 +561,7 @@ def _wire_contents(client: str, model: str, messages: List[Mapping[str, Any]], p
 
 
 def _turns(client: str, messages: List[Mapping[str, Any]], made: Resumed,
-           calls: Mapping[str, Tuple[str, Optional[str]]], placeholder: bool) -> bool:
+           calls: Dict[str, Tuple[str, Optional[str]]], placeholder: bool) -> bool:
     """The contents of the messages after ``made``'s head, onto ``made.items``.  An assistant message right after
     another (nothing sent between them: a user message of empty texts, or two in the history) goes in the same
     model content: Gemini takes a function call turn only right after a user turn or a function response turn
@@ -577,6 +572,7 @@ def _turns(client: str, messages: List[Mapping[str, Any]], made: Resumed,
     for index in range(made.count, len(messages)):
         message = messages[index]
         if message["role"] == "assistant":
+            calls.update(_calls_in([message]))  # (the results after it read these: the latest call of an id)
             parts = _assistant_parts(client, message, placeholder)
             if not parts:
                 continue
@@ -1081,6 +1077,8 @@ _PARTS = (("functionCall", _call_part), ("text", _text_part), ("inlineData", _bl
 
 def _part(state: _State, part: Dict[str, Any]) -> List[Dict[str, Any]]:
     signature = part.get("thoughtSignature")
+    if type(signature) is not str:  # (a signature is base64 text: another value could never go back, as the
+        signature = None            # Interactions parser keeps only a string; the next turn refused the history)
     for field, handler in _PARTS:
         value = part.get(field)
         if value is not None or (field == "text" and field in part):

@@ -82,7 +82,7 @@ from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers, unfinished_document
-from ._common import INTERACTIONS_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type
+from ._common import INTERACTIONS_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, check_still, something_to_send
 
 __all__ = [
     "build_request",
@@ -148,6 +148,7 @@ def _media_kind(mime: str) -> str:
 def _blob_block(client: str, mime: str, data: Any) -> Dict[str, Any]:
     """Bytes as a content block; an image of a type the API does not take is refused (``INTERACTIONS_IMAGE_TYPES``)."""
     check_image_type(client, mime, INTERACTIONS_IMAGE_TYPES, "the Interactions API")
+    check_still(client, mime, data, "the Interactions API")
     return {"type": _media_kind(mime), "data": _b64(data), "mime_type": media_type(mime)}
 
 
@@ -243,13 +244,15 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
                 ) -> List[Dict[str, Any]]:
     """A user message as steps: its function results first (the answers to the function call steps before
     them, as on generateContent), then one user_input step with its other content, in their order (with a result's
-    media other than images: a function result holds text and images only)."""
+    media other than images: a function result holds text and images only).  An empty text is no block, as on
+    generateContent (the Gemini API refuses an empty text part, a 400); a message with nothing else is left out."""
     out = _Steps("user_input")
     results = []  # type: List[Dict[str, Any]]
     for item in message["content_items"]:
         kind = item["type"]
         if kind == "text":
-            out.content({"type": "text", "text": item["text"]})
+            if item["text"]:
+                out.content({"type": "text", "text": item["text"]})
         elif kind == "image_url":
             out.content(_url_block(client, item["image_url"]))
         elif kind == "inline_data":
@@ -268,25 +271,24 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
                 else:  # (a function result holds text and images: a document, audio or video goes after the results)
                     out.content(block)
             if images:
-                result = [{"type": "text", "text": item["text"]}] + images
+                result = ([{"type": "text", "text": item["text"]}] if item["text"] else []) + images
             step = {"type": "function_result", "call_id": call_id, "name": calls[call_id][0], "result": result}  # type: Dict[str, Any]
             if item.get("is_error"):
                 step["is_error"] = True
             results.append(step)
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             raise ConfigError("{}: a {} item cannot be sent in a user message".format(client, kind))
-    if not results and not out.steps:
-        out.content({"type": "text", "text": ""})
     return results + out.steps
 
 
 def input_steps(client: str, messages: List[Mapping[str, Any]],
                 history: Optional[List[Mapping[str, Any]]] = None, placeholder: bool = False) -> List[Dict[str, Any]]:
     """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``: the history read
-    from its end only as far as the results ``messages`` hold need, a call's latest occurrence winning)."""
-    calls = gemini.calls_in(list(messages))
+    from its end only as far as the results ``messages`` hold need, a result reading the latest call of its id
+    before it)."""
     wanted = {item["tool_call_id"] for message in messages if message["role"] != "assistant"
-              for item in message["content_items"] if item["type"] == "tool_result"} - set(calls)
+              for item in message["content_items"] if item["type"] == "tool_result"}
+    calls = {}  # type: Dict[str, Tuple[str, Optional[str]]]
     for index in range(len(history or ()) - 1, -1, -1):
         if not wanted:
             break
@@ -297,6 +299,7 @@ def input_steps(client: str, messages: List[Mapping[str, Any]],
     steps = []  # type: List[Dict[str, Any]]
     for message in messages:
         if message["role"] == "assistant":
+            calls.update(gemini.calls_in([message]))
             steps.extend(_assistant_steps(client, message, placeholder))
         else:
             steps.extend(_user_steps(client, message, calls))
@@ -306,8 +309,7 @@ def input_steps(client: str, messages: List[Mapping[str, Any]],
 def _wire_input(client: str, messages: List[Mapping[str, Any]], prior: Optional[Prior],
                 placeholder: bool = False) -> Resumed:
     """``input_steps(client, messages)``, from the previous call's where ``prior`` allows (as the gemini dialect's
-    contents: a function result reads the name of its call anywhere in the history, so the head is taken only
-    when no new call reuses one of its ids)."""
+    contents: a function result reads the name of the latest call of its id before it)."""
     noted = NOTES[0]
     context = (client, placeholder)
     made, calls = gemini.started_with_calls(prior, "interactions", context, messages)
@@ -315,6 +317,7 @@ def _wire_input(client: str, messages: List[Mapping[str, Any]], prior: Optional[
     for index in range(made.count, len(messages)):
         message = messages[index]
         if message["role"] == "assistant":
+            calls.update(gemini.calls_in([message]))  # (the results after it read these: the latest call of an id)
             out.extend(_assistant_steps(client, message, placeholder))
         else:
             out.extend(_user_steps(client, message, calls))
@@ -385,10 +388,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     wire = None  # type: Optional[Resumed]
     placeholder = gemini.checks_signatures(model)
     if first:  # chained: only what follows the interaction it names
-        body["input"] = input_steps(client, list(messages[first:]), messages[:first], placeholder)
+        body["input"] = something_to_send(client, input_steps(client, list(messages[first:]), messages[:first],
+                                                              placeholder))
     else:  # the whole history, from the previous call's where it is that call's, unchanged
         wire = _wire_input(client, messages, prior, placeholder)
-        body["input"] = wire.items
+        body["input"] = something_to_send(client, wire.items)
     if previous:
         body["previous_interaction_id"] = previous
     body["stream"] = True

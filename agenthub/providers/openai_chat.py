@@ -4,8 +4,14 @@ DeepSeek, GLM, Qwen, Kimi, ...).  ``build_request`` and ``parse_stream`` are pur
 Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 
 - ``max_tokens_field``: the body field for max_tokens (default ``max_completion_tokens``);
-- ``reasoning_field``: the field to replay foreign thinking through (default: none, so
-  thinking that did not come from a Chat server is left out of the request);
+- ``reasoning_field``: the field this server reads reasoning back from: every thinking item goes back in it,
+  whichever Chat host made it (another host's ``reasoning`` / ``reasoning_content``, or the text shown from a
+  structure the server does not read: DeepSeek and Kimi refuse a thinking-mode tool-call turn without their
+  ``reasoning_content``, OpenRouter and Ollama read ``reasoning`` alone); absent (a server not known), each
+  goes back in the field it came in, and thinking that did not come from a Chat server is left out;
+- ``reasoning_details``: the server reads OpenRouter's ``reasoning_details`` back (OpenRouter): they go back
+  whole; to another server of a known ``reasoning_field`` they (and LiteLLM's ``thinking_blocks``) go as the
+  text shown from them;
 - ``echo_reasoning_on_tool_turns``: send an empty reasoning field on assistant tool-call
   turns without thinking (DeepSeek thinking mode wants it back);
 - ``thinking``: a mapping ThinkingLevel value -> extra body fields (e.g. GLM/Kimi
@@ -45,6 +51,7 @@ replayed).
 
 import logging
 import re
+import time
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from ..errors import StreamProtocolError, upstream_error
@@ -57,7 +64,7 @@ from .openai_responses import BREAKPOINT, cache_options, cache_written, check_br
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, pdf_url, request_headers, samplers,
                       to_int, unsupported)
-from ._common import OPENAI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, refuse_mcp_servers
+from ._common import OPENAI_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, check_still, refuse_mcp_servers
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
@@ -203,6 +210,9 @@ def _image_part(endpoint: Endpoint, url: str) -> Dict[str, Any]:
         raise unsupported(endpoint.client_type, "image input", "is not supported by this model")
     if parsed is not None and endpoint.quirks.get("image_subset"):
         check_image_type(endpoint.client_type, parsed[0], OPENAI_IMAGE_TYPES, "Chat Completions")
+    if parsed is not None:
+        check_still(endpoint.client_type, parsed[0], parsed[1], "Chat Completions",
+                    bool(endpoint.quirks.get("image_subset")))
     return {"type": "image_url", "image_url": {"url": url}}
 
 
@@ -226,7 +236,7 @@ def _wire_messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], config
     """The wire messages, from the previous call's where ``prior`` allows (what a message's mapping reads:
     the endpoint's quirks below, the system prompt, whether reasoning was sent before it)."""
     quirks = endpoint.quirks
-    context = (endpoint.client_type, quirks.get("images"), quirks.get("reasoning_field"),
+    context = (endpoint.client_type, quirks.get("images"), quirks.get("reasoning_field"), quirks.get("reasoning_details"),
                quirks.get("echo_reasoning_on_tool_turns"), config.get("system_prompt"))
     noted = NOTES[0]
     made = start(prior, "openai-chat", context, messages, prior.head if prior is not None else 0, False)
@@ -291,27 +301,43 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]
 
 def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: bool):
     quirks = endpoint.quirks
+    own = quirks.get("reasoning_field")  # the field this host reads reasoning back from (None: not known)
+    carried = ("reasoning_details",) if quirks.get("reasoning_details") else ()  # the structures it reads back
     texts = []  # type: List[str]
     refusals = []  # type: List[str]
     details = []  # type: List[Any]  # OpenRouter reasoning_details, sent back as they came
     blocks = []  # type: List[Any]  # LiteLLM thinking_blocks, likewise
     reasoning = {}  # type: Dict[str, List[str]]
     tool_calls = []  # type: List[Dict[str, Any]]
+    spoken = _spoken(message["content_items"])  # a spoken answer's audio id, while it may be sent back
     for item in message["content_items"]:
         kind = item["type"]
         fidelity = item.get("fidelity") or {}
         if kind == "text":
+            if spoken is not None and fidelity.get("audio_transcript"):
+                continue  # the audio goes back by its id: its transcript is part of it
             (refusals if fidelity.get("refusal") else texts).append(item["text"])
+        elif kind == "inline_data" and fidelity.get("audio_id"):
+            if spoken is None:
+                logger.debug("a spoken answer's audio id expired: its transcript goes back as text")
         elif kind == "thinking" and ("reasoning_details" in fidelity or "thinking_blocks" in fidelity):
-            details.extend(fidelity.get("reasoning_details") or ())
-            blocks.extend(fidelity.get("thinking_blocks") or ())
-        elif kind == "thinking" and fidelity.get("reasoning_field") in _CARRIED:
+            if own is None or "reasoning_details" in carried:  # (a host of a known field reads no thinking_blocks)
+                details.extend(fidelity.get("reasoning_details") or ())
+            if own is None:
+                blocks.extend(fidelity.get("thinking_blocks") or ())
+        elif kind == "thinking" and fidelity.get("reasoning_field") in _CARRIED and (
+                own is None or fidelity["reasoning_field"] in carried):
             pass  # shown from reasoning_details / thinking_blocks: those go back whole, from their own item
         elif kind == "thinking":
             field = fidelity.get("reasoning_field")
-            fields = [field] if field in REASONING_FIELDS else (
-                list(REASONING_FIELDS) if field == "both" else ([quirks["reasoning_field"]] if quirks.get("reasoning_field") else [])
-            )
+            if own and (field in REASONING_FIELDS or field in _CARRIED or field == "both"):
+                # another Chat host's reasoning (or this host's) goes in the field this host reads back: DeepSeek
+                # and Kimi refuse a tool-call turn of thinking mode without their reasoning_content (a 400),
+                # OpenRouter and Ollama read only reasoning; a structure this host does not read goes as its text
+                fields = [own]
+            else:
+                fields = [field] if field in REASONING_FIELDS else (
+                    list(REASONING_FIELDS) if field == "both" else ([own] if own else []))
             if not fields:
                 logger.debug("thinking from another protocol is not replayed over Chat Completions")
             for name in fields:
@@ -328,6 +354,10 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
         else:
             left_out(kind, 'Chat Completions')
     wire = {"role": "assistant", "content": "".join(texts) if texts or not tool_calls else None}  # type: Dict[str, Any]
+    if spoken is not None:
+        if not texts and not tool_calls:
+            del wire["content"]  # (OpenAI's audio guide sends the id alone)
+        wire["audio"] = {"id": spoken}
     if refusals:
         wire["refusal"] = "".join(refusals)
     if details:
@@ -341,6 +371,21 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
         if not reasoning and quirks.get("echo_reasoning_on_tool_turns") and echo_reasoning:
             wire[quirks.get("reasoning_field", "reasoning_content")] = ""
     return wire, bool(reasoning)
+
+
+def _spoken(items: Any) -> Optional[str]:
+    """The id of the audio an assistant message spoke (an inline_data item of a Chat answer, ``audio_id`` in its
+    fidelity) when it may still be sent back: its ``expires_at`` not past (OpenAI keeps it an hour for multi-turn
+    use; after that the id is refused and the transcript goes back as text); None otherwise."""
+    for item in items:
+        fidelity = item.get("fidelity") if item.get("type") == "inline_data" else None
+        said = fidelity.get("audio_id") if type(fidelity) is dict else None
+        if said and type(said) is str:
+            expires = fidelity.get("expires_at")
+            if type(expires) is int and expires <= time.time():
+                return None
+            return said
+    return None
 
 
 # -- response -----------------------------------------------------------------------------------
@@ -392,7 +437,7 @@ class _State(object):
     """One stream's tool calls, the reasoning carriers not yet handed out, and what the terminal chunk said."""
 
     __slots__ = ("client", "tools", "details", "blocks", "pending", "thought", "usage", "timings", "finish",
-                 "answer")
+                 "answer", "audio")
 
     def __init__(self, client: str, tool_id_prefix: Any) -> None:
         self.client = client
@@ -407,6 +452,7 @@ class _State(object):
         self.timings = None  # type: Any  # llama.cpp server: token counts on the last chunk
         self.finish = None  # type: Optional[str]
         self.answer = None  # type: Any  # the chunk that finished or counted the answer: its id and model
+        self.audio = None  # type: Optional[_Audio]  # a spoken answer's audio (delta.audio), handed out at the end
 
     def carrier(self) -> Dict[str, Any]:
         """The reasoning carrier, handed out now (the reasoning ended on the wire)."""
@@ -462,12 +508,87 @@ def _texts(state: _State, delta: Dict[str, Any], out: List[Dict[str, Any]]) -> N
         if state.pending and item["type"] != "thinking":
             out.append(state.carrier())
         out.append(item)
+    audio = delta.get("audio")
+    if audio and type(audio) is dict:
+        transcript = audio.get("transcript")
+        if transcript and type(transcript) is str:
+            if state.pending:
+                out.append(state.carrier())
+            out.append({"type": "text", "text": transcript, "fidelity": dict(_TRANSCRIPT)})
+        if state.audio is None:
+            state.audio = _Audio()
+        state.audio.add(audio, state.client)
     images = delta.get("images")
     if images and type(images) is list:
         for item in _images(images, state.client):
             if state.pending:
                 out.append(state.carrier())
             out.append(item)
+
+
+#: the fidelity of a spoken answer's transcript (``delta.audio.transcript``): sent back as text only when the audio's
+#: id can no longer be (``_assistant``)
+_TRANSCRIPT = {"audio_transcript": True}
+#: what OpenAI's ``pcm16`` is (the only format it streams): 16-bit little-endian mono at 24 kHz, named as Gemini's
+#: speech models name the same audio
+PCM16 = "audio/L16;codec=pcm;rate=24000"
+
+
+class _Audio(object):
+    """A spoken answer's audio as ``delta.audio`` brings it: its ``id`` and ``expires_at`` (Unix seconds: how long
+    the id may be sent back), and its ``data`` pieces (each one base64 string, decoded as it comes)."""
+
+    __slots__ = ("id", "expires_at", "data")
+
+    def __init__(self) -> None:
+        self.id = None  # type: Optional[str]
+        self.expires_at = None  # type: Optional[int]
+        self.data = []  # type: List[bytes]
+
+    def add(self, audio: Dict[str, Any], client: str) -> None:
+        said = audio.get("id")
+        if said and type(said) is str:
+            self.id = said
+        expires = audio.get("expires_at")
+        if type(expires) is float and expires.is_integer() and abs(expires) < 2 ** 53:
+            expires = int(expires)
+        if type(expires) is int and 0 < expires < 2 ** 53:
+            self.expires_at = expires
+        data = audio.get("data")
+        if data:
+            self.data.append(answer_bytes(data, client, "audio"))
+
+    def item(self) -> Optional[Dict[str, Any]]:
+        """The audio as one inline_data item (its type read from its bytes: pcm16 has no header), carrying its id
+        and expiry; None when no audio data came."""
+        data = b"".join(self.data)
+        if not data:
+            return None
+        item = {"type": "inline_data", "data": data, "mime_type": audio_mime(data)}  # type: Dict[str, Any]
+        fidelity = {}  # type: Dict[str, Any]
+        if self.id is not None:
+            fidelity["audio_id"] = self.id
+        if self.expires_at is not None:
+            fidelity["expires_at"] = self.expires_at
+        if fidelity:
+            item["fidelity"] = fidelity
+        return item
+
+
+def audio_mime(data: bytes) -> str:
+    """The type of the audio a Chat answer speaks, from its first bytes (the request's ``audio.format``: wav, mp3,
+    flac, opus (in Ogg), aac (ADTS), or pcm16, which has no header)."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "audio/wav"
+    if data[:4] == b"fLaC":
+        return "audio/flac"
+    if data[:4] == b"OggS":
+        return "audio/ogg"
+    if data[:3] == b"ID3":
+        return "audio/mpeg"
+    if len(data) > 1 and data[0] == 0xFF and data[1] & 0xE0 == 0xE0:  # a frame sync: MPEG audio, or ADTS (layer 0)
+        return "audio/aac" if data[1] & 0x06 == 0 else "audio/mpeg"
+    return PCM16
 
 
 def _images(images: List[Any], client: str) -> Iterator[Dict[str, Any]]:
@@ -614,6 +735,9 @@ def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: An
     yield from state.tools.finish()
     if state.pending:
         yield state.carrier()
+    spoken = state.audio.item() if state.audio is not None else None
+    if spoken is not None:
+        yield spoken
     raw_usage = state.usage
     usage = map_usage(raw_usage) if raw_usage else None
     timings = state.timings
@@ -857,7 +981,7 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("answers_required", "echo_reasoning_on_tool_turns", "fast_mode", "image_subset", "images",
-                "max_tokens_field", "reasoning_field", "response_formats", "stream_usage", "thinking", "tool_choice",
+                "max_tokens_field", "reasoning_details", "reasoning_field", "response_formats", "stream_usage", "thinking", "tool_choice",
                 "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
     models_request=openai_models_request, parse_models=parse_data_list,

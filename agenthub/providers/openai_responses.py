@@ -123,7 +123,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 from ..errors import EmptyResponseError, StreamProtocolError, upstream_error
 from ..resume import resource_segment
 from ..sse import SSEEvent
-from ..stream import StreamEnd, with_service_tier
+from ..stream import StreamEnd, with_image_tool_calls, with_service_tier
 from ..toolcalls import ToolCallAssembler
 from ..typeschema import DATA_KEYWORDS
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
@@ -132,7 +132,7 @@ from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting
 from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, nearest, parse_data_uri, pdf_url, request_headers,
                       unfinished_document, unsupported)
-from ._common import OPENAI_IMAGE_TYPES, answer_bytes, check_image_type
+from ._common import OPENAI_IMAGE_TYPES, answer_bytes, check_image_type, check_still
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
            "text_format", "EFFORTS", "parse_document", "cache_options", "check_breakpoints", "BREAKPOINT",
@@ -617,6 +617,8 @@ def _image(client: str, url: str, images: Optional[Sequence[str]] = None) -> Dic
         return {"type": "input_file", "file_url": url}
     if parsed is not None and images:
         check_image_type(client, parsed[0], images, "the Responses API")
+    if parsed is not None:
+        check_still(client, parsed[0], parsed[1], "the Responses API", bool(images))
     return {"type": "input_image", "image_url": url, "detail": "auto"}
 
 
@@ -624,6 +626,7 @@ def _media(client: str, mime_type: str, data: bytes, images: Optional[Sequence[s
     if mime_type.startswith("image/"):
         if images:
             check_image_type(client, mime_type, images, "the Responses API")
+        check_still(client, mime_type, data, "the Responses API", bool(images))
         return {"type": "input_image", "image_url": data_uri(mime_type, data), "detail": "auto"}
     if mime_type in _DOCUMENTS:
         return {"type": "input_file", "filename": _DOCUMENTS[mime_type], "file_data": data_uri(mime_type, data)}
@@ -1564,6 +1567,8 @@ class _Parser(object):
         usage = map_usage(raw_usage) if isinstance(raw_usage, dict) else None
         if usage is not None and "service_tier" in response:  # the tier that served it: the one it is billed at
             usage = with_service_tier(usage, response["service_tier"])
+        if usage is not None and self.imaged:  # the image_generation tool's images: billed apart, not in the usage
+            usage = with_image_tool_calls(usage, len(self.imaged))
         yield StreamEnd(usage, finish, bool(self.served), response.get("id"), response.get("model"))
 
     def _match(self, output: List[Dict[str, Any]]) -> List[Any]:

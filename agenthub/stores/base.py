@@ -89,6 +89,12 @@ class Store(object):
     #: whether the rows are seen by other processes (a pickled limiter/budget re-opens the same URL)
     shared = True
 
+    def account(self, key: str) -> Any:
+        """Which account ``key`` names here, the same for two objects of one store: its kind and URL (this object
+        for a store without one), and the key (``agenthub.failover.merge_hooks``: two budgets or limiters of one
+        account act once on a call)."""
+        return (type(self).__name__, self.url if self.url is not None else id(self), key)
+
     # -- the rate limiter ---------------------------------------------------------------------------
     def limiter_reserve(self, key: str, rpm: Optional[float], tpm: Optional[float], tokens: int) -> float:
         """Book the next slot: seconds to wait before sending (0 when it may go now)."""
