@@ -806,6 +806,31 @@ def test_a_call_of_a_tool_known_quick_that_takes_time_sends_the_turns_other_call
     assert sorted(on_main) == [(1, False), (2, False), (3, True), (4, False), (5, False), (6, False), (7, False)]
 
 
+def test_a_run_read_inside_an_event_loop_keeps_a_turn_of_known_quick_calls_on_threads():
+    """A run read in a thread with a running asyncio loop (a notebook, an async app calling it synchronously):
+    a tool that runs its own loop (asyncio.run) works on a tool thread but not in the reading thread, so the
+    calls of tools known quick stay on threads there: every turn's results as on the first."""
+    import asyncio
+
+    @tool
+    def fetch(n: int) -> str:
+        """Fetch, with an async client inside."""
+        async def go():
+            return "got {}".format(n)
+        return asyncio.run(go())
+
+    calls = [("c1", "fetch", '{"n": 1}'), ("c2", "fetch", '{"n": 2}')]
+
+    async def main(server):
+        return client_for(server).run([USER], tools=[fetch]).result()  # (read synchronously inside the loop)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        result = asyncio.run(main(server))
+    assert [[item["text"] for item in m["content_items"]] for m in result.messages[1::2]] == [
+        ["got 1", "got 2"], ["got 1", "got 2"]]
+
+
 def test_abort_from_a_call_of_a_tool_known_quick_keeps_the_turns_other_calls_from_starting():
     ran = []
     holder = []

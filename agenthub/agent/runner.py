@@ -67,6 +67,7 @@ import logging
 import os
 import queue as _queue
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -952,6 +953,14 @@ class _Pool(object):
 
 
 _logger = logging.getLogger("agenthub")
+
+
+def _loop_running() -> bool:
+    """Whether this thread runs an asyncio loop (a notebook, an async app reading a run): a tool that runs a
+    loop of its own (``asyncio.run``) fails there, so its calls keep to the tool threads they ran on."""
+    asyncio = sys.modules.get("asyncio")  # (not imported: no loop runs)
+    running = getattr(asyncio, "_get_running_loop", None)
+    return running is not None and running() is not None
 
 
 def _reattach_stateless(client: Any, resource_id: str, route: Any, messages: Any, config: Any) -> Any:
@@ -2379,7 +2388,7 @@ class Run(object):
                 yield index, item, seconds
             return
         decided = None  # type: Optional[Dict[int, Tuple[Any, Optional[BaseException], float]]]
-        if not timed:
+        if not timed and not _loop_running():
             for task in runnable:
                 if not quick.get(task[2].name):
                     break
