@@ -4,6 +4,7 @@
     python bench/agent_turns.py                     # the agenthub importable from this checkout
     python bench/agent_turns.py --tree /path/to/checkout   # another checkout's agenthub
     python bench/agent_turns.py --before main --rounds 5   # before (git archive of REV) and after, in one run
+    python bench/agent_turns.py --instructions --before main --reps 3   # callgrind's count, before and after
 
 Each turn but the last streams one text delta and three complete tool calls (``add``, ``upper``, ``count``:
 trivial ``@tool`` functions); the last turn is text only.  The server is Chat Completions SSE in a separate
@@ -19,6 +20,10 @@ on this checkout's, in fresh processes in alternating order; the medians per loo
 standing for the socket's wait); beside the medians, the median over the reps of ``run`` minus ``run(parallel=1)``
 in the same rep: what handing a turn's calls to the pool costs, per turn (run it under ``taskset -c 0`` to see that
 cost with both threads on one core).
+``--instructions [--before REV] [--reps 3]``: instructions a run instead of CPU (valgrind ``--tool=callgrind``, the
+whole process with every thread, in-process as ``--in-process``; load-independent), each loop in a process of its
+own under callgrind, the runs of each length in a dump of their own; the runner's 2 ms rules scaled to 0.1 s there
+(valgrind runs the code ~50x slower: they would take other paths than natively).
 """
 
 import argparse
