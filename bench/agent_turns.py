@@ -4,6 +4,7 @@
     python bench/agent_turns.py                     # the agenthub importable from this checkout
     python bench/agent_turns.py --tree /path/to/checkout   # another checkout's agenthub
     python bench/agent_turns.py --before main --rounds 5   # before (git archive of REV) and after, in one run
+    python bench/agent_turns.py --instructions --before main --reps 3   # callgrind's count, before and after
 
 Each turn but the last streams one text delta and three complete tool calls (``add``, ``upper``, ``count``:
 trivial ``@tool`` functions); the last turn is text only.  The server is Chat Completions SSE in a separate
@@ -19,6 +20,10 @@ on this checkout's, in fresh processes in alternating order; the medians per loo
 standing for the socket's wait); beside the medians, the median over the reps of ``run`` minus ``run(parallel=1)``
 in the same rep: what handing a turn's calls to the pool costs, per turn (run it under ``taskset -c 0`` to see that
 cost with both threads on one core).
+``--instructions [--before REV] [--reps 3]``: instructions a run instead of CPU (valgrind ``--tool=callgrind``, the
+whole process with every thread, in-process as ``--in-process``; load-independent), each loop in a process of its
+own under callgrind, the runs of each length in a dump of their own; the runner's 2 ms rules scaled to 0.1 s there
+(valgrind runs the code ~50x slower: they would take other paths than natively).
 """
 
 import argparse
@@ -139,7 +144,14 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true", help="(worker) print the medians as one JSON line")
     parser.add_argument("--in-process", action="store_true", help="no server: a requests adapter answers")
     parser.add_argument("--gap", type=float, default=0.0003, help="(--in-process) seconds each answer waits")
+    parser.add_argument("--instructions", action="store_true", help="instructions a run (callgrind, in-process; "
+                        "load-independent), with --before REV beside this checkout's")
+    parser.add_argument("--ir-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.ir_worker:
+        return _ir_worker(args)
+    if args.instructions:
+        return _instructions(args)
     if args.before:
         return _before_after(args)
     if args.in_process:
@@ -214,22 +226,21 @@ def main(argv=None):
         proc.wait()
 
 
-def _in_process(args):
-    sys.path.insert(0, os.path.abspath(args.tree) if args.tree else os.path.dirname(HERE))
+def _session(gap):
+    """A requests session whose adapter answers each request with the turn's SSE bytes after sleeping GAP
+    seconds (no socket)."""
     import io
 
     import requests
     from urllib3.response import HTTPResponse
-
-    from agenthub import AutoLLMClient, tool
 
     class Answers(requests.adapters.BaseAdapter):
         def send(self, request, **kwargs):
             turns = int(request.url.split("/")[3])
             done = sum(1 for m in json.loads(request.body)["messages"] if m["role"] == "assistant")
             payload = _answer(done, done >= turns - 1)
-            if args.gap:
-                time.sleep(args.gap)
+            if gap:
+                time.sleep(gap)
             response = requests.Response()
             response.status_code, response.url, response.request = 200, request.url, request
             response.headers["Content-Type"] = "text/event-stream"
@@ -241,6 +252,14 @@ def _in_process(args):
 
     session = requests.Session()
     session.mount("http://", Answers())
+    return session
+
+
+def _in_process(args):
+    sys.path.insert(0, os.path.abspath(args.tree) if args.tree else os.path.dirname(HERE))
+    from agenthub import AutoLLMClient, tool
+
+    session = _session(args.gap)
     tools = [tool(add), tool(upper), tool(count)]
     schemas = [t.schema for t in tools]
     print("| turns | hand CPU/turn | run CPU/turn | run(parallel=1) CPU/turn | run - parallel=1, paired | switches a turn: "
@@ -270,6 +289,78 @@ def _in_process(args):
             turns, med["hand"], med["run"], med["p1"], paired, ", ".join(
                 "{:.2f} + {:.2f}".format(*(n / args.reps / turns for n in switches[name])) for name in ("run", "p1")),
             os.getloadavg()[0]))
+    return 0
+
+
+def _ir_worker(args):
+    """(under callgrind) REPS runs of loop ``args.ir_worker`` at each length after a warm-up, ``os.getppid()``
+    before each length and at the end: with ``--dump-before=os_getppid*`` each length's runs land in a dump of
+    their own."""
+    sys.path.insert(0, os.path.abspath(args.tree) if args.tree else os.path.dirname(HERE))
+    from agenthub import AutoLLMClient, tool
+    from agenthub.agent import runner as runner_module
+
+    # valgrind runs the code ~50x slower: the runner's 2 ms rules (calls spread to threads of their own, or known
+    # quick) would take other paths than they do natively; scaled with it, they take the native ones
+    runner_module._SPREAD_SECONDS = 0.1
+    session = _session(args.gap)
+    tools = [tool(add), tool(upper), tool(count)]
+    schemas = [t.schema for t in tools]
+    lengths = [int(x) for x in args.turns.split(",")]
+    clients = {turns: AutoLLMClient("bench", api_key="k", client_type="openai-chat", max_retries=0, session=session,
+                                    base_url="http://127.0.0.1:1/{}/v1".format(turns)) for turns in lengths}
+    loop = {"hand": lambda c, n: hand(c, n, schemas), "run": lambda c, n: runner(c, n, tools, 4),
+            "p1": lambda c, n: runner(c, n, tools, 1)}[args.ir_worker]
+    for turns in lengths:
+        loop(clients[turns], turns)  # warm
+    for turns in lengths:
+        os.getppid()
+        for _ in range(args.reps):
+            loop(clients[turns], turns)
+    os.getppid()
+    return 0
+
+
+def _instructions(args):
+    """Instructions a run (callgrind, every thread of the process) of each loop at each length, per tree."""
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, HERE)
+    import ab
+
+    trees = [("before", ab.tree_at(args.before))] if args.before else []
+    trees.append(("after" if args.before else "this", os.path.abspath(args.tree) if args.tree else ab.ROOT))
+    lengths = args.turns.split(",")
+    print("Python {}; instructions a run (valgrind --tool=callgrind, the whole process, every thread; {} runs a "
+          "loop and length after a warm-up run; PYTHONHASHSEED=0; in-process, a {:g} ms wait a request){}".format(
+              sys.version.split()[0], args.reps, args.gap * 1000,
+              "; before = {}".format(args.before) if args.before else ""))
+    got = {}  # type: dict
+    where = tempfile.mkdtemp(prefix="agent-turns-ir-")
+    try:
+        for side, tree in trees:
+            for name in ("hand", "run", "p1"):
+                out = os.path.join(where, "{}-{}.cg".format(side, name))
+                env = dict(os.environ, PYTHONPATH=tree, PYTHONHASHSEED="0")
+                subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=os_getppid*",
+                                "--callgrind-out-file=" + out, sys.executable, os.path.abspath(__file__),
+                                "--ir-worker", name, "--tree", tree, "--turns", args.turns, "--reps", str(args.reps),
+                                "--gap", str(args.gap)],
+                               env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=3600)
+                for n, turns in enumerate(lengths):
+                    with open("{}.{}".format(out, n + 2)) as f:
+                        total = next(int(line.split()[1]) for line in f if line.startswith("totals:"))
+                    got[side, name, turns] = total / args.reps
+    finally:
+        shutil.rmtree(where, True)
+    print("| turns | side | hand | run | run / hand | run(parallel=1) | parallel=1 / hand |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for turns in lengths:
+        for side, _ in trees:
+            h, r, p = (got[side, name, turns] for name in ("hand", "run", "p1"))
+            print("| {} | {} | {:,.0f}k | {:,.0f}k | {:.3f}x | {:,.0f}k | {:.3f}x |".format(
+                turns, side, h / 1000, r / 1000, r / h, p / 1000, p / h))
     return 0
 
 

@@ -290,6 +290,41 @@ def test_timed_out_calls_threads_hold_their_slots_and_the_calls_beyond_get_an_er
     assert tool_threads() == []
 
 
+def test_calls_of_tools_known_quick_run_while_every_slot_is_held_by_a_timed_out_call():
+    """A turn of calls of tools known quick runs in the reading thread: it needs no slot, so the timed-out calls
+    still running do not turn them into "no thread free" errors."""
+    release = threading.Event()
+
+    @tool(timeout=0.05)
+    def stuck(n: int) -> str:
+        """Hang."""
+        release.wait(30)
+        return "late"
+
+    @tool
+    def quick(n: int) -> str:
+        """Quick."""
+        return "q{}".format(n)
+
+    def tool_threads():
+        return [t for t in threading.enumerate() if t.name.startswith("agenthub-tool-")]
+
+    try:
+        with SSEServer() as server:
+            server.answers += [Answer([chat_calls([("c1", "quick", '{"n": 1}'), ("c2", "quick", '{"n": 2}')])]),
+                               Answer([chat_calls([("c3", "stuck", '{"n": 3}'), ("c4", "stuck", '{"n": 4}')])]),
+                               Answer([chat_calls([("c5", "quick", '{"n": 5}'), ("c6", "quick", '{"n": 6}')])]),
+                               Answer([chat_text("ok")])]
+            result = client_for(server).run([USER], tools=[stuck, quick], parallel=2).result()
+    finally:
+        release.set()
+    assert [[item["text"] for item in m["content_items"]] for m in result.messages[1::2]] == [
+        ["q1", "q2"], ["TimeoutError: stuck did not return within 0.05 s"] * 2, ["q5", "q6"]]
+    for thread in tool_threads():
+        thread.join(30)
+    assert tool_threads() == []
+
+
 # -- B7: images on a model that takes none ------------------------------------------------------------------------
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16

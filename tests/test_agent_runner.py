@@ -11,6 +11,7 @@ import subprocess
 import sys
 import contextvars
 import threading
+import time
 
 import pytest
 
@@ -743,6 +744,116 @@ def test_a_runs_tool_threads_serve_every_turn_and_end_with_the_run():
     assert len({thread for thread, _ in seen}) <= 3  # was 6: one thread per call
     assert [value for _, value in seen] == [None] * 6
     assert [t for t in threading.enumerate() if t not in before and t.name.startswith("agenthub-tool")] == []
+
+
+def test_a_turn_of_calls_of_tools_known_quick_runs_in_the_reading_thread():
+    """Issue 41, item 2: once every call of a tool in a run returned within _SPREAD_SECONDS, a turn whose calls
+    are all of such tools runs them in the reading thread (no hand-off to a thread and back); the first turn's,
+    of tools not known yet, on the run's threads.  Each call still sees a fresh context; the events are the
+    same either way."""
+    seen = []
+    marker = contextvars.ContextVar("marker", default=None)
+
+    @tool
+    def where(city: str) -> str:
+        """Where it ran."""
+        seen.append((threading.current_thread() is threading.main_thread(), marker.get()))
+        marker.set(city)
+        return city
+
+    calls = [("c1", "where", '{"city": "Paris"}'), ("c2", "where", '{"city": "Rome"}')]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_calls(calls)]), Answer([chat_calls(calls)]),
+                           Answer([chat_text("ok")])]
+        run = client_for(server).run([USER], tools=[where])
+        events = plain(run)
+        result = run.result()
+    assert result.stop == "done" and result.turns == 4
+    assert seen == [(False, None), (False, None), (True, None), (True, None), (True, None), (True, None)]
+    assert [e for e in events if e["role"] == "user"] == [result_event("c1", "Paris"), result_event("c2", "Rome")] * 3
+    assert marker.get() is None  # (the reading thread's own context is not the calls')
+
+
+def test_a_call_of_a_tool_known_quick_that_takes_time_sends_the_turns_other_calls_to_threads():
+    """A tool known quick whose call takes longer than _SPREAD_SECONDS: the turn's calls not started yet go to
+    threads of their own (they still run at once: the barrier), and the tool's later turns run on threads."""
+    import agenthub.agent.runner as runner_module
+
+    barrier = threading.Barrier(2, timeout=30)  # a safety net against a hang, not a timing assertion
+    on_main = []
+
+    @tool
+    def job(n: int, meet: bool = False, slow: bool = False) -> str:
+        """A job."""
+        on_main.append((n, threading.current_thread() is threading.main_thread()))
+        if slow:
+            time.sleep(runner_module._SPREAD_SECONDS * 5)  # (longer than the bound: a floor, not a timing assertion)
+        if meet:
+            barrier.wait()
+        return str(n)
+
+    first = [("c1", "job", '{"n": 1}'), ("c2", "job", '{"n": 2}')]
+    second = [("c3", "job", '{"n": 3, "slow": true}'), ("c4", "job", '{"n": 4, "meet": true}'),
+              ("c5", "job", '{"n": 5, "meet": true}')]
+    third = [("c6", "job", '{"n": 6}'), ("c7", "job", '{"n": 7}')]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(first)]), Answer([chat_calls(second)]), Answer([chat_calls(third)]),
+                           Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[job]).result()
+    assert [item["text"] for m in result.messages[1::2] for item in m["content_items"]] == [
+        str(n) for n in range(1, 8)]
+    assert not barrier.broken
+    assert sorted(on_main) == [(1, False), (2, False), (3, True), (4, False), (5, False), (6, False), (7, False)]
+
+
+def test_a_run_read_inside_an_event_loop_keeps_a_turn_of_known_quick_calls_on_threads():
+    """A run read in a thread with a running asyncio loop (a notebook, an async app calling it synchronously):
+    a tool that runs its own loop (asyncio.run) works on a tool thread but not in the reading thread, so the
+    calls of tools known quick stay on threads there: every turn's results as on the first."""
+    import asyncio
+
+    @tool
+    def fetch(n: int) -> str:
+        """Fetch, with an async client inside."""
+        async def go():
+            return "got {}".format(n)
+        return asyncio.run(go())
+
+    calls = [("c1", "fetch", '{"n": 1}'), ("c2", "fetch", '{"n": 2}')]
+
+    async def main(server):
+        return client_for(server).run([USER], tools=[fetch]).result()  # (read synchronously inside the loop)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        result = asyncio.run(main(server))
+    assert [[item["text"] for item in m["content_items"]] for m in result.messages[1::2]] == [
+        ["got 1", "got 2"], ["got 1", "got 2"]]
+
+
+def test_abort_from_a_call_of_a_tool_known_quick_keeps_the_turns_other_calls_from_starting():
+    ran = []
+    holder = []
+
+    @tool
+    def step(n: int, stop: bool = False) -> str:
+        """A step."""
+        ran.append(n)
+        if stop:
+            holder[0].abort()
+        return str(n)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "step", '{"n": 1}'), ("c2", "step", '{"n": 2}')])]),
+                           Answer([chat_calls([("c3", "step", '{"n": 3, "stop": true}'),
+                                               ("c4", "step", '{"n": 4}')])])]
+        run = client_for(server).run([USER], tools=[step])
+        holder.append(run)
+        result = run.result()
+        assert len(server.requests) == 2
+    assert ran == [1, 2, 3]
+    assert result.stop == "aborted" and [c["tool_call_id"] for c in result.pending] == ["c4"]
+    assert result.messages[-1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c3", "text": "3"}]
 
 
 def test_no_thread_is_left_behind_after_a_run():

@@ -33,7 +33,8 @@ Rules (issue 30's Decisions):
 - A turn's calls run concurrently, at most ``parallel`` at a time, on the run's pool of daemon threads (kept
   between turns, ended with the run; a lone call without a timeout runs in the run's thread; calls without a
   timeout start one after another on one pool thread; once a call there has run 2 ms, the calls it has not
-  started go to threads of their own); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
+  started go to threads of their own; a turn whose calls are all of tools whose every call in the run so far
+  returned within 2 ms, none with a timeout, runs them in the run's thread); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
   and reports the timeout; Python cannot stop a thread, so the function runs on until it returns, its
   result is dropped, its slot is held until it returns (the calls beyond get an error result when every
   slot is so held), and being a daemon thread it does not hold up the interpreter's exit.  A tool that must not
@@ -66,6 +67,7 @@ import logging
 import os
 import queue as _queue
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -880,7 +882,9 @@ class _Ticket(object):
 
 _IDLE_SECONDS = 2.0  # a run's pool thread with nothing to do for this long ends (a run left unread)
 #: a turn's calls without a timeout start one after another on one pool thread; once a call there has run this
-#: long, the calls it has not started go to threads of their own (so calls that take time still run at once)
+#: long, the calls it has not started go to threads of their own (so calls that take time still run at once).
+#: A tool whose every call in the run so far returned within it is known quick: a turn whose calls are all of
+#: such tools (none with a timeout) runs them in the reading thread, with no hand-off to a thread and back
 _SPREAD_SECONDS = 0.002
 _BATCH_NOTE = (-1,)  # what that thread reports (its results are in the turn's ``done``)
 #: the longest one wait for tool threads takes (a tool timeout of inf, or beyond the platform clock's range: the
@@ -951,6 +955,14 @@ class _Pool(object):
 _logger = logging.getLogger("agenthub")
 
 
+def _loop_running() -> bool:
+    """Whether this thread runs an asyncio loop (a notebook, an async app reading a run): a tool that runs a
+    loop of its own (``asyncio.run``) fails there, so its calls keep to the tool threads they ran on."""
+    asyncio = sys.modules.get("asyncio")  # (not imported: no loop runs)
+    running = getattr(asyncio, "_get_running_loop", None)
+    return running is not None and running() is not None
+
+
 def _reattach_stateless(client: Any, resource_id: str, route: Any, messages: Any, config: Any) -> Any:
     return client._reattach(resource_id, config, messages=messages, route=route)
 
@@ -1008,6 +1020,9 @@ class Run(object):
     _stream = None  # type: Any  # the model stream being read
     _wake = None  # type: Any  # the queue a wait for tool threads reads (abort() puts None)
     _pool = None  # type: Optional[_Pool]  # the run's tool threads, made at the first turn that needs them
+    #: tool name -> whether every call of it in this run so far returned within _SPREAD_SECONDS (made at the
+    #: first turn with calls; written from the tool threads too: a False is never turned back into True)
+    _quick = None  # type: Optional[Dict[str, bool]]
     _next = None  # type: Any  # stateful: the message the next request sends (last in history)
     _restore = None  # type: Optional[List[Any]]  # stateful: the history while a turn sends its last message
     _committed = False
@@ -1410,7 +1425,8 @@ class Run(object):
         """Stop the run from any thread: a model stream being read is aborted, a wait for tool threads ends
         at once, and the reading thread's run ends with ``stop == "aborted"`` (``pending``: the calls of the
         turn that got no result; results that came are kept).  A tool running in the reading thread itself
-        (a lone call without a timeout, or ``parallel=1``) cannot be stopped: the run ends when it returns.
+        (a lone call without a timeout, ``parallel=1``, or a turn of tools known quick: docs/tools.md) cannot
+        be stopped: the run ends when it returns.
         Threads of tools still running are left to finish (see docs/tools.md)."""
         with self._lock:
             self._aborted = True
@@ -2346,8 +2362,15 @@ class Run(object):
         if self._aborted or self._halting:  # (abort() came while the calls were decided: none starts)
             return
         runnable = [t for t in tasks if t[2] is not None]
-        inline = (len(runnable) <= 1 or self._parallel == 1) and not any(t[2].timeout for t in runnable)
-        if inline:  # no thread: one call (or parallel=1) and no timeout to keep
+        quick = self._quick
+        if quick is None:
+            quick = self._quick = {}
+        timed = False
+        for task in runnable:
+            if task[2].timeout:
+                timed = True
+                break
+        if not timed and (len(runnable) <= 1 or self._parallel == 1):  # no thread: one call (or parallel=1)
             for index, call, entry, arguments, shown in tasks:
                 if self._aborted or self._halting:
                     return
@@ -2357,19 +2380,81 @@ class Run(object):
                 self._started.add(call["tool_call_id"])
                 started = time.monotonic()
                 item = self._invoke(call, entry, arguments, shown)
-                yield index, item, time.monotonic() - started
+                seconds = time.monotonic() - started
+                if seconds > _SPREAD_SECONDS:
+                    quick[entry.name] = False
+                else:
+                    quick.setdefault(entry.name, True)
+                yield index, item, seconds
             return
+        decided = None  # type: Optional[Dict[int, Tuple[Any, Optional[BaseException], float]]]
+        if not timed and not _loop_running():
+            for task in runnable:
+                if not quick.get(task[2].name):
+                    break
+            else:  # every call is of a tool known quick: in the reading thread, all before any is given (as
+                # on a pool thread); one that took time sends the calls not started to threads (below)
+                decided = {}
+                left = 0
+                for left, task in enumerate(runnable, 1):
+                    with self._lock:  # (as on a pool thread: a run that ends knows which calls started)
+                        if self._aborted or self._halting:  # the calls not started do not start
+                            left = len(runnable)
+                            break
+                        self._started.add(task[1]["tool_call_id"])
+                    got = contextvars.Context().run(self._timed, *task)  # a context per call, as on a thread
+                    decided[task[0]] = got[1:]
+                    if got[2] is not None:  # KeyboardInterrupt, SystemExit: raised in its turn, nothing else starts
+                        left = len(runnable)
+                        break
+                    if got[3] > _SPREAD_SECONDS:
+                        break
+                runnable = runnable[left:]
+                if not runnable:  # (every call ran, or the rest do not start: aborted, or one raised)
+                    for index, call, entry, arguments, _ in tasks:
+                        if entry is None:
+                            got = (_answered(call, arguments), None, 0.0)
+                        elif index in decided:
+                            got = decided[index]
+                        else:  # not started (aborted; or after one that raised, which is raised first)
+                            continue
+                        if got[1] is not None:
+                            raise got[1]
+                        yield index, got[0], got[2]
+                    return
         results = _queue.SimpleQueue()  # type: Any  # (index, item, raised, seconds) from the threads; None: abort
         with self._lock:
             self._wake = results
         try:
-            yield from self._threaded(tasks, runnable, results)
+            yield from self._threaded(tasks, runnable, results, decided)
         finally:
             with self._lock:
                 self._wake = None
 
-    def _threaded(self, tasks: List[Any], runnable: List[Any], results: Any) -> Iterator[Tuple[int, Dict[str, Any], float]]:
-        decided = {}  # type: Dict[int, Tuple[Any, Optional[BaseException], float]]
+    def _timed(self, index: int, call: Dict[str, Any], entry: _Entry, arguments: Any,
+               shown: Any) -> Tuple[int, Any, Optional[BaseException], float]:
+        """(index, the call's result item, what it raised that is no Exception, seconds); notes whether the
+        tool was quick."""
+        started = time.monotonic()
+        item, raised = None, None  # type: Any, Optional[BaseException]
+        try:
+            item = self._invoke(call, entry, arguments, shown)
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: raised again in the run's thread
+            raised = exc
+        seconds = time.monotonic() - started
+        if seconds > _SPREAD_SECONDS:
+            self._quick[entry.name] = False  # type: ignore[index]
+        else:
+            self._quick.setdefault(entry.name, True)  # type: ignore[union-attr]  # (atomic: a False stays)
+        return index, item, raised, seconds
+
+    def _threaded(self, tasks: List[Any], runnable: List[Any], results: Any,
+                  decided: Optional[Dict[int, Tuple[Any, Optional[BaseException], float]]] = None,
+                  ) -> Iterator[Tuple[int, Dict[str, Any], float]]:
+        """``runnable``'s calls on the pool's threads; ``decided``: the results of the turn's calls that ran
+        already (in the reading thread)."""
+        if decided is None:
+            decided = {}
         for index, call, entry, arguments, _ in tasks:
             if entry is None:
                 decided[index] = (_answered(call, arguments), None, 0.0)
@@ -2390,16 +2475,9 @@ class Run(object):
         in_call = [0.0]  # when that thread's call began (0.0: between calls, or not started: a late thread is no
         #                  reason to spread)
 
-        # (the nested functions carry type comments: annotations would be evaluated each turn)
-        def work(index, call, entry, arguments, shown):  # type: (int, Dict[str, Any], _Entry, Any, Any) -> Any
-            started = time.monotonic()
-            item, raised = None, None  # type: Any, Optional[BaseException]
-            try:
-                item = self._invoke(call, entry, arguments, shown)
-            except BaseException as exc:  # KeyboardInterrupt, SystemExit: raised again in the run's thread
-                raised = exc
-            return index, item, raised, time.monotonic() - started
+        work = self._timed
 
+        # (the nested functions carry type comments: annotations would be evaluated each turn)
         def drain():  # type: () -> Any
             me = threading.current_thread()
             named = runnable[0][2].thread  # (the name the thread was handed the batch with)
