@@ -38,8 +38,6 @@ stream is a miss, and it is removed.  A store that cannot be reached is a miss t
 never fails a call.
 """
 
-import base64
-import binascii
 import contextlib
 import contextvars
 import hashlib
@@ -55,6 +53,7 @@ from .attempts import AttemptHook
 from .errors import AgentHubError, ConfigError
 from .stores import open_store
 from .stream import check_stream, usage_extras, with_usage_extras
+from .types import bytes_default, from_jsonable, from_jsonable_exact, marker_free, to_jsonable  # the one codec
 
 __all__ = ["ResponseCache", "request_key", "ENTRY_VERSION", "STATE_FIELDS"]
 
@@ -63,6 +62,11 @@ logger = logging.getLogger("agenthub.cache")
 #: the version of an entry's format (an entry of another version is a miss, and removed)
 ENTRY_VERSION = 1
 _MAGIC = b"agenthub-cache/%d\n" % ENTRY_VERSION
+#: an entry whose events hold a dict of the one key ``__bytes__`` (a model's tool-call arguments may spell one),
+#: written escaped by ``types.to_jsonable`` and read back whole by ``types.from_jsonable_exact``; an entry under
+#: ``_MAGIC`` (every one an earlier agenthub wrote, and any other) holds no escape and is read as it always was:
+#: only its media items' ``data`` is bytes again.  (An earlier agenthub sharing the store sees a miss here.)
+_MAGIC_ESCAPED = b"agenthub-cache/%d+escaped\n" % ENTRY_VERSION
 #: the default bound on the bytes a cache keeps (compressed entries)
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 #: query parameters never part of a key (they can carry a credential)
@@ -179,7 +183,7 @@ class _Recording(object):
     bounded by ``max_bytes`` of compressed output."""
 
     __slots__ = ("key", "route", "lines", "size", "broken", "packer", "packed", "packed_size", "count", "last",
-                 "limit")
+                 "limit", "escaped")
 
     def __init__(self, key: str, route: Optional[Dict[str, Any]], limit: int) -> None:
         self.key = key
@@ -196,14 +200,19 @@ class _Recording(object):
         self.count = 0
         self.last = None  # type: Optional[Dict[str, Any]]
         self.limit = limit
+        self.escaped = False  # (an event held a dict spelling the bytes marker: written escaped)
 
     def add(self, event: Any) -> None:
         if not isinstance(event, dict) or not _shape_ok(event, self.count, self.last):
             self.broken = True
             return
         try:
-            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_bytes_json)
-        except (TypeError, ValueError):
+            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=bytes_default)
+            if not marker_free(line):  # bytes, or a dict of the one key __bytes__ (escaped: to_jsonable)
+                again = json.dumps(to_jsonable(event), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+                self.escaped = self.escaped or again != line
+                line = again
+        except (TypeError, ValueError, RecursionError):
             self.broken = True
             return
         data = (("," if self.count else "") + line).encode("utf-8", "surrogatepass")
@@ -239,42 +248,51 @@ class _Recording(object):
             return None
         if self.lines is not None:
             try:
-                check_stream([_with_bytes(json.loads(line)) for line in self.lines])
-            except (AgentHubError, ValueError):
+                events = _events_read([json.loads(line) for line in self.lines], self.escaped)
+                if events is None:
+                    return None
+                check_stream(events)
+            except (AgentHubError, ValueError, RecursionError):
                 return None
         # what the stop event's usage carries beside the four buckets (cache writes, image tokens, service tier)
         extras = usage_extras(last["usage"])
         tail = b"]}" if not extras else ('],"usage_extras":' + json.dumps(extras, separators=(",", ":")) + "}").encode()
         packed = self.packed + [self.packer.compress(tail), self.packer.flush()]
         self.packed, self.lines = [], None
-        return _MAGIC + b"".join(packed)
+        return (_MAGIC_ESCAPED if self.escaped else _MAGIC) + b"".join(packed)
 
 
 #: the items whose ``data`` is bytes (an image, audio, inline thinking): stored as ``{"__bytes__": base64}``
 _MEDIA = ("inline_data", "inline_thinking")  # (a tuple: a planted entry's type may be a list)
 
 
-def _bytes_json(value: Any) -> Any:
-    """An event's bytes (a media item's ``data``) as JSON: ``{"__bytes__": base64}``, as ``to_jsonable`` writes
-    them; anything else JSON cannot hold stays a TypeError (the answer is then not stored)."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
-    raise TypeError("not JSON: {}".format(type(value).__name__))
-
-
-def _with_bytes(event: Any) -> Any:
-    """``event`` (read back from an entry) with its media items' ``data`` bytes again (only there: a tool call's
-    arguments holding the same shape stay as they are); None when a payload is not base64 (not an entry this
-    cache wrote)."""
+def _media_read(event: Any) -> Any:
+    """``event`` (read back from an entry under ``_MAGIC``) with its media items' ``data`` bytes again (only there:
+    a tool call's arguments an earlier agenthub stored unescaped, holding the same shape, stay as they are); None
+    when a payload is not base64 (not an entry this cache wrote)."""
     items = event.get("content_items") if type(event) is dict else None
     for item in items if type(items) is list else ():
         data = item.get("data") if type(item) is dict and item.get("type") in _MEDIA else None
         if type(data) is dict and list(data) == ["__bytes__"] and type(data["__bytes__"]) is str:
             try:
-                item["data"] = base64.b64decode(data["__bytes__"], validate=True)
-            except (binascii.Error, ValueError):
+                item["data"] = from_jsonable(data, strict=True)
+            except ValueError:  # (binascii.Error)
                 return None
     return event
+
+
+def _events_read(events: List[Any], escaped: bool) -> Optional[List[Any]]:
+    """An entry's events as JSON gave them, their bytes (and escaped dicts) back; None when they do not read back
+    (not an entry this cache wrote)."""
+    if escaped:
+        try:
+            return from_jsonable_exact(events)
+        except (ValueError, RecursionError):
+            return None
+    for event in events:
+        if _media_read(event) is None:
+            return None
+    return events
 
 
 def _shape_ok(event: Dict[str, Any], position: int, last: Optional[Dict[str, Any]]) -> bool:
@@ -458,11 +476,12 @@ class _ClientCache(AttemptHook):
 
 def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:
     """The events of an entry; None when it is not a whole, valid entry of this key and version."""
-    if not raw.startswith(_MAGIC):
+    escaped = raw.startswith(_MAGIC_ESCAPED)
+    if not escaped and not raw.startswith(_MAGIC):
         return None
     try:
         unpacker = zlib.decompressobj()
-        text = unpacker.decompress(raw[len(_MAGIC):], MAX_ENTRY_TEXT + 1)  # (never more than the bound + 1 byte)
+        text = unpacker.decompress(raw[len(_MAGIC_ESCAPED if escaped else _MAGIC):], MAX_ENTRY_TEXT + 1)  # (never more than the bound + 1 byte)
         if len(text) > MAX_ENTRY_TEXT or not unpacker.eof or unpacker.unused_data:
             return None  # past the bound, cut short, or followed by bytes this cache never writes
         doc = json.loads(text.decode("utf-8", "surrogatepass"))
@@ -470,10 +489,9 @@ def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:
         return None
     if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("events"), list):
         return None
-    events = doc["events"]
-    for event in events:  # media as stored ({"__bytes__": base64}) back to bytes
-        if _with_bytes(event) is None:
-            return None
+    events = _events_read(doc["events"], escaped)  # media as stored ({"__bytes__": base64}) back to bytes
+    if events is None:
+        return None
     # checked whole before it is replayed: zlib's checksum only says the bytes are the ones written, and an entry
     # in a shared store may be one this cache never wrote (another program's, a bug's, planted)
     try:

@@ -512,14 +512,14 @@ class AutoLLMClient(object):
                 raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
                     self.client_type, key), client=self.client_type, parameter=key)
         tools = config.get("tools")
-        if tools and self._dialect in DIALECTS and self._dialect != "agenthub":  # (a server checks its upstream's)
-            rule = DIALECTS[self._dialect]
+        rule = DIALECTS.get(self._dialect)
+        if tools and rule is not None and not rule.relays:  # (a server checks its upstream's)
             for index, tool in enumerate(tools):
                 if not rule.tool_name_ok(tool["name"]):  # the provider's 400, before anything is sent
                     raise ConfigError("config['tools'][{}]: {!r} is not a valid tool name on {} ({} tool names are "
                                       "{})".format(index, tool["name"], self.client_type, self._dialect,
                                                    rule.tool_names[1]))
-        if self._dialect != "agenthub":  # (a server checks its upstream's)
+        if rule is None or not rule.relays:  # (a server checks its upstream's)
             check_tool_pairs(self.client_type, self._dialect, messages, config)
         if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
             config = dict(config)

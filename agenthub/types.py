@@ -380,18 +380,34 @@ class HttpRequest:
 
 # -- bytes in JSON ---------------------------------------------------------------------------------
 #
-# Wherever the data model travels as JSON (traces, ``agenthub serve`` and its client, the pages),
-# ``bytes`` are written as ``{"__bytes__": "<base64>"}``: a dict with that one key and a string.
+# Wherever the data model travels as JSON (traces, ``agenthub serve`` and its client, the pages, the
+# response cache, journals, job files, saved conversations), ``bytes`` are written as
+# ``{"__bytes__": "<base64>"}``: a dict with that one key and a string.  A dict of the caller's that has
+# that one key itself (a model's tool-call arguments may spell it) is written escaped, as
+# ``{"__bytes__": [<its value>]}`` (a list of one item), so reading gives back exactly what was written:
+# ``from_jsonable(to_jsonable(value)) == value`` for every JSON-able value holding bytes anywhere.
+
+_MARK = "__bytes__"
 
 
 def _b64(value: Any) -> Dict[str, str]:
     import base64
 
-    return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
+    return {_MARK: base64.b64encode(bytes(value)).decode("ascii")}
+
+
+def bytes_default(value: Any) -> Any:
+    """A JSON encoder's ``default=`` taking bytes alone (as ``{"__bytes__": base64}``): anything else JSON cannot
+    hold stays a TypeError."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _b64(value)
+    raise TypeError("{} is not JSON serialisable".format(type(value).__name__))
 
 
 def json_default(value: Any) -> Any:
-    """A JSON encoder's ``default=``: bytes as ``{"__bytes__": base64}``, an enum as its str value."""
+    """A JSON encoder's ``default=``: bytes as ``{"__bytes__": base64}``, an enum as its str value.  It
+    escapes no dict (an encoder hands it none): a text holding ``"__bytes__"`` is encoded again from
+    ``to_jsonable`` (``marker_free``)."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _b64(value)
     if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # an Enum that is no str
@@ -399,19 +415,26 @@ def json_default(value: Any) -> Any:
     raise TypeError("{} is not JSON serialisable".format(type(value).__name__))
 
 
+def marker_free(text: str) -> bool:
+    """Whether JSON text (as an encoder writes it) has no ``"__bytes__"`` key, so no dict of the value it
+    encodes needed the escape ``to_jsonable`` writes (a key is the only place the word is between two bare
+    quotes: inside a string the quotes are escaped)."""
+    return '"__bytes__"' not in text
+
+
 def to_jsonable(value: Any) -> Any:
-    """A JSON-ready copy: bytes -> ``{"__bytes__": base64}``, str enums -> their value, tuples -> lists."""
+    """A JSON-ready copy: bytes -> ``{"__bytes__": base64}``, a dict of that one key -> ``{"__bytes__": [its
+    value]}``, str enums -> their value, tuples -> lists."""
     kind = type(value)
     if kind is str or kind is int or kind is float or kind is bool or value is None:  # most values: as they are
         return value
-    if kind is dict:
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
+        out = {str(k): to_jsonable(v) for k, v in value.items()}
+        return out if len(out) != 1 or _MARK not in out else {_MARK: [out[_MARK]]}  # (the escape)
     if kind is list:
         return [to_jsonable(v) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _b64(value)
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # str enums
@@ -420,16 +443,35 @@ def to_jsonable(value: Any) -> Any:
 
 
 def from_jsonable(value: Any, strict: bool = False) -> Any:
-    """``to_jsonable`` undone: every ``{"__bytes__": base64}`` back to bytes.  ``strict``: a payload
-    that is not base64 is a ValueError (else what does not decode is skipped, as base64 does)."""
-    import base64
+    """``to_jsonable`` undone: every ``{"__bytes__": base64}`` back to bytes, every ``{"__bytes__": [value]}``
+    back to the dict ``{"__bytes__": value}``.  ``strict``: a payload that is not base64 is a ValueError (else
+    what does not decode is skipped, as base64 does).  A ``{"__bytes__": ...}`` holding anything else (which
+    ``to_jsonable`` never writes) is read as the dict it is."""
+    return _read(value, strict, False)
 
+
+def from_jsonable_exact(value: Any) -> Any:
+    """``from_jsonable(value, strict=True)`` that also refuses (ValueError) a ``{"__bytes__": ...}`` holding
+    what ``to_jsonable`` never writes there: for a store that reads back only what it wrote."""
+    return _read(value, True, True)
+
+
+def _read(value: Any, strict: bool, exact: bool) -> Any:
     if isinstance(value, dict):
-        if len(value) == 1 and isinstance(value.get("__bytes__"), str):
-            return base64.b64decode(value["__bytes__"], validate=strict)
-        return {k: from_jsonable(v, strict) for k, v in value.items()}
+        if len(value) == 1 and _MARK in value:
+            inner = value[_MARK]
+            if isinstance(inner, str):
+                import base64
+
+                # (strict: binascii.Error, a ValueError; a payload that is not ASCII is one either way)
+                return base64.b64decode(inner, validate=strict)
+            if isinstance(inner, list) and len(inner) == 1:
+                return {_MARK: _read(inner[0], strict, exact)}
+            if exact:
+                raise ValueError("a {\"__bytes__\": ...} that is neither base64 nor an escaped dict")
+        return {k: _read(v, strict, exact) for k, v in value.items()}
     if isinstance(value, list):
-        return [from_jsonable(v, strict) for v in value]
+        return [_read(v, strict, exact) for v in value]
     return value
 
 

@@ -356,11 +356,11 @@ def test_an_answer_holding_media_is_stored_and_replayed_with_its_bytes(cache):
     media = [(item["type"], type(item["data"]), item["data"][:4]) for e in again for item in e["content_items"] or ()
              if "data" in item]
     assert media == [("inline_thinking", bytes, b"\x89PNG"), ("inline_data", bytes, b"\x89PNG")]
-    from agenthub.cache import _with_bytes
+    from agenthub.cache import _media_read
 
     call = {"type": "tool_call", "name": "f", "tool_call_id": "c1", "arguments": {"__bytes__": "AAAA"}}
-    assert _with_bytes({"content_items": [dict(call)]}) == {"content_items": [call]}
-    assert _with_bytes({"content_items": [{"type": "inline_data", "mime_type": "image/png",
+    assert _media_read({"content_items": [dict(call)]}) == {"content_items": [call]}
+    assert _media_read({"content_items": [{"type": "inline_data", "mime_type": "image/png",
                                            "data": {"__bytes__": "not base64!"}}]}) is None
     assert _without_times(again) == _without_times(first)
     assert (cache.hits, cache.misses, cache.stored) == (1, 1, 1)

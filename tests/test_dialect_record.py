@@ -427,3 +427,55 @@ def test_gemini_interactions_says_its_interaction_id_and_model():
     (end,) = [part for part in gemini_interactions.parse_stream(iter(events), "gemini-interactions")
               if isinstance(part, StreamEnd)]
     assert (end.response_id, end.model) == ("v1_x", "gemini-3.5-flash")
+
+
+# -- what the catalog and the client read of a dialect: its record, never a comparison with its name --------------
+
+def test_the_record_says_which_dialect_knows_structured_output_and_which_relays():
+    assert {name: (d.knows_structured_output, d.relays) for name, d in DIALECTS.items()} == {
+        "openai-chat": (False, False), "openai-responses": (False, False), "anthropic": (True, False),
+        "gemini": (False, False), "gemini-interactions": (False, False), "bedrock": (False, False),
+        "agenthub": (False, True)}
+    assert Dialect.__slots__ == ("name", "module", "operation", "provider_by_host", "tool_names", "call_ids",
+                                 "marks", "reads", "compaction", "batch_api", "knows_structured_output", "relays",
+                                 "_tool_regex", "_id_regex")
+
+
+def test_supports_json_schema_reads_the_record(monkeypatch):
+    """``agenthub models --supports json_schema``: a model the sources say nothing of is listed when its route's
+    dialect record says the dialect knows each model (Anthropic's), not because the dialect is named anthropic."""
+    from agenthub.apps.terminal import takes_json_schema
+
+    claude = {"id": "claude-sonnet-4-6", "provider": "anthropic"}  # (structured_output unknown to the sources)
+    gpt = {"id": "gpt-4.1-mini", "provider": "openai"}
+    assert (takes_json_schema(claude), takes_json_schema(gpt)) == (True, False)
+    monkeypatch.setattr(DIALECTS["anthropic"], "knows_structured_output", False)
+    monkeypatch.setattr(DIALECTS["openai-chat"], "knows_structured_output", True)
+    monkeypatch.setattr(DIALECTS["openai-responses"], "knows_structured_output", True)
+    assert (takes_json_schema(claude), takes_json_schema(gpt)) == (False, True)
+
+
+def test_a_relaying_dialect_leaves_tool_checks_to_its_server(monkeypatch):
+    """The client checks tool names and unanswered calls itself unless the record says the other end is an
+    agenthub server (``relays``), which checks them against its own upstream (a result answering no call)."""
+    from agenthub import AutoLLMClient
+    from agenthub.errors import ConfigError
+
+    bad_name = {"tools": [{"name": "no spaces allowed", "description": "", "parameters": {"type": "object"}}]}
+    open_call = [HI[0], {"role": "assistant", "content_items": [{"type": "text", "text": "hi"}]},  # (a result
+                 {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c1",  # of no call)
+                                                     "text": "1"}]}]
+    served = AutoLLMClient("m", client_type="agenthub", base_url="http://127.0.0.1:9", api_key="k")
+    direct = AutoLLMClient("claude-sonnet-4-6", api_key="k")
+    served.plan(HI, bad_name)
+    served.plan(open_call, {})
+    for messages, config in ((HI, bad_name), (open_call, {})):
+        with pytest.raises(ConfigError):
+            direct.plan(messages, config)
+    monkeypatch.setattr(DIALECTS["agenthub"], "relays", False)
+    monkeypatch.setattr(DIALECTS["anthropic"], "relays", True)
+    direct.plan(HI, bad_name)
+    direct.plan(open_call, {})
+    for messages, config in ((HI, bad_name), (open_call, {})):
+        with pytest.raises(ConfigError):
+            served.plan(messages, config)

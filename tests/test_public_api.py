@@ -380,3 +380,17 @@ def test_every_module_has_a_floor():
     (``breaker``, ``foreign`` and ``resume`` had none)."""
     floorless = sorted(module_name(rel) for rel, _ in modules() if _floor(module_name(rel)) is None)
     assert floorless == []
+
+
+def test_the_dialect_record_shape_is_pinned():
+    """Every per-dialect fact is a field of ``agenthub.providers.Dialect``, all required (no default): a dialect
+    added without one is a TypeError, and a reader compares no dialect name (``knows_structured_output`` for
+    ``agenthub models --supports json_schema``, ``relays`` for the checks an agenthub server makes itself)."""
+    import inspect
+
+    from agenthub.providers import Dialect
+
+    params = inspect.signature(Dialect.__init__).parameters
+    assert list(params) == ["self", "name", "module", "operation", "provider_by_host", "tool_names", "call_ids",
+                            "marks", "reads", "compaction", "batch_api", "knows_structured_output", "relays"]
+    assert all(p.default is inspect.Parameter.empty for p in params.values())

@@ -249,6 +249,32 @@ def test_the_request_upstream_is_the_one_a_direct_client_sends(stack):
     assert KEY not in json.dumps(up.requests[1]["headers"])
 
 
+@pytest.mark.parametrize("arguments", [{"__bytes__": "AAAA"}, {"__bytes__": ["x"]}, {"a": {"__bytes__": "aGk="}},
+                                       {"__bytes__": {"__bytes__": "AAAA"}}])
+def test_arguments_spelling_the_bytes_marker_cross_the_server_as_they_were(stack, arguments):
+    """A model's tool-call arguments that spell the server's own bytes marker ({"__bytes__": "AAAA"}) reached the
+    caller as bytes (b"\\x00\\x00\\x00") and went upstream as bytes when sent back: they travel escaped
+    ({"__bytes__": ["AAAA"]}), both ways, and arrive as the model wrote them."""
+    up, app, server = stack
+    with open(os.path.join(ROOT, "agenthub", "recordings", "openai_chat", "weather_tool_call.sse"), "rb") as handle:
+        data = handle.read()
+    text = json.dumps(arguments)
+    data = data.replace(b'"arguments": "{\\"city\\""', b'"arguments": ' + json.dumps(text[:5]).encode()).replace(
+        b'"arguments": ": \\"Paris\\"}"', b'"arguments": ' + json.dumps(text[5:]).encode())
+    want, _ = _round_trip(stack, "openai_chat", data)
+    assert _items(want, "tool_call")[0]["arguments"] == arguments
+    messages = MESSAGES + [
+        {"role": "assistant", "content_items": [
+            {"type": "tool_call", "name": "get_weather", "arguments": arguments, "tool_call_id": "call_1"}]},
+        {"role": "user", "content_items": [{"type": "tool_result", "text": "18 C", "tool_call_id": "call_1"}]}]
+    del up.requests[:]
+    want, _ = outcome(direct(up.url, "openai_chat"), messages)
+    got, _ = outcome(via(server.url, "openai_chat"), messages)
+    assert same_ids(got) == same_ids(want) and want
+    assert len(up.requests) == 2 and up.requests[0]["body"] == up.requests[1]["body"]
+    assert json.loads(up.requests[1]["body"]["messages"][1]["tool_calls"][0]["function"]["arguments"]) == arguments
+
+
 def test_default_config_lies_under_the_request_config(stack):
     up, app, server = stack
     up.routes["slow"] = Route(_recording("openai_chat", "weather_answer.sse"))

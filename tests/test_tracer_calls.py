@@ -356,3 +356,24 @@ def test_the_viewer_shows_each_duration_beside_its_result(tmp_path):
         "User #2",
         "Tool result get_weather call_1", "18 C, sunny",
         "Tool result get_weather call_2 error", "ValueError: no station in Rome"]
+
+
+def test_the_viewer_shows_arguments_spelling_the_bytes_marker_as_the_model_wrote_them(tmp_path):
+    """The trace keeps arguments of the one key ``__bytes__`` escaped ({"__bytes__": ["AAAA"]}, so they never read
+    back as bytes); the page shows them as the model wrote them."""
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("no Node.js to run the viewer's script")
+    history = [{"role": "user", "content_items": [{"type": "text", "text": "go"}]},
+               {"role": "assistant", "content_items": [{"type": "tool_call", "name": "f", "tool_call_id": "c1",
+                                                        "arguments": {"a": {"__bytes__": "AAAA"}}}]}]
+    paths = save_trace("t", "m", history, {}, root=str(tmp_path))
+    trace = json.loads(read(paths["json"]))
+    assert trace["history"][1]["content_items"][0]["arguments"] == {"a": {"__bytes__": ["AAAA"]}}
+    html = tmp_path / "t.html"
+    html.write_bytes(page({"page": "trace", "root": str(tmp_path), "traces": [], "trace_id": "t", "trace": trace}))
+    result = subprocess.run([node, "-e", DOM_SHIM, str(html)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    shown = result.stdout.decode("utf-8")
+    assert '"__bytes__": "AAAA"' in shown and "[" not in shown.split('"__bytes__"', 1)[1].split("}", 1)[0]

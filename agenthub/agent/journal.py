@@ -9,7 +9,7 @@
   too: the length of the client's history then and whether a message came (where the run began in it);
 - ``turn``: the turn as the run keeps it: the assistant message (fidelity kept), usage, cost, the route
   that answered; stored when its stream completes, before the run goes on (an answer holding bytes, an image:
-  marked ``"bytes": true``, each bytes written as ``{"__bytes__": base64}``, ``_bytes_escaped``);
+  marked ``"bytes": true``, each bytes written as ``{"__bytes__": base64}``, ``types.to_jsonable``);
 - ``call``: a call of an ``@tool(idempotent=False)`` tool is starting (its id, name, the digest of the
   arguments it runs with, and those arguments when a decision changed them: a resume shows the call with
   them and a ``True`` runs them), stored before it starts; ``result``: a
@@ -52,6 +52,7 @@ from ..stores import open_store
 from ..stores.base import StoreError
 from ..stores.journal import JOURNAL_LEASE
 from ..stream import surrogates_escaped
+from ..types import from_jsonable_exact, to_jsonable  # the one {"__bytes__"} codec (its escape too)
 
 __all__ = ["Journal", "JournalError", "RunLockedError", "RunJournal", "FORMAT", "fingerprint", "idempotency_key",
            "replay_events"]
@@ -146,46 +147,12 @@ def _storable(run_id: str, texts: List[str]) -> List[str]:
     return kept
 
 
-def _bytes_escaped(value: Any) -> Any:
-    """``value`` as JSON can hold it when it holds bytes (an image or a thought image of a Gemini answer): each
-    bytes as ``{"__bytes__": base64}``, and each dict of that one key it held already (the model's own arguments
-    may spell one) as ``{"__bytes__": [its value]}``, so ``_bytes_read`` gives back exactly what was written."""
-    kind = type(value)
-    if kind is dict or (kind is not str and isinstance(value, Mapping)):
-        if len(value) == 1 and "__bytes__" in value:
-            return {"__bytes__": [_bytes_escaped(value["__bytes__"])]}
-        return {k: _bytes_escaped(v) for k, v in value.items()}
-    if kind is list or kind is tuple:
-        return [_bytes_escaped(v) for v in value]
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        import base64
-
-        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
-    return value
-
-
-def _bytes_read(value: Any) -> Any:
-    """``_bytes_escaped`` undone (an entry marked ``"bytes": true``); ValueError for a form it never writes."""
-    if type(value) is dict:
-        if len(value) == 1 and "__bytes__" in value:
-            inner = value["__bytes__"]
-            if type(inner) is str:
-                import base64
-
-                return base64.b64decode(inner.encode("ascii"), validate=True)  # (binascii.Error: a ValueError)
-            if type(inner) is list and len(inner) == 1:
-                return {"__bytes__": _bytes_read(inner[0])}
-            raise ValueError("a __bytes__ value that is neither base64 nor an escaped dict")
-        return {k: _bytes_read(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_bytes_read(v) for v in value]
-    return value
-
-
 def _with_bytes(fields: Dict[str, Any], key: str) -> str:
-    """The entry ``fields`` whose ``key`` holds bytes: that value escaped (``_bytes_escaped``), marked
-    ``"bytes": true`` (only such an entry is read back through ``_bytes_read``)."""
-    fields = dict(fields, **{key: _bytes_escaped(fields[key]), "bytes": True})
+    """The entry ``fields`` whose ``key`` holds bytes: that value as ``types.to_jsonable`` writes it (each bytes as
+    ``{"__bytes__": base64}``, each dict of that one key it held already, the model's own arguments may spell one,
+    as ``{"__bytes__": [its value]}``), marked ``"bytes": true`` (only such an entry is read back through
+    ``types.from_jsonable_exact``, which gives back exactly what was written)."""
+    fields = dict(fields, **{key: to_jsonable(fields[key]), "bytes": True})
     fields["k"] = fields.pop("k")
     return _ENCODE(fields)
 
@@ -247,7 +214,7 @@ def entry_read(entry: Dict[str, Any], turns: int) -> Dict[str, Any]:
         if entry["bytes"] is not True or key not in entry:
             raise ValueError("a bytes mark on an entry without its value")
         try:
-            entry = dict(entry, **{key: _bytes_read(entry[key])})
+            entry = dict(entry, **{key: from_jsonable_exact(entry[key])})
         except (ValueError, TypeError, RecursionError):
             raise ValueError("bytes that do not read back") from None
     if kind == "turn":

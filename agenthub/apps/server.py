@@ -85,7 +85,7 @@ from ..errors import (AgentHubError, AuthenticationError, BudgetExceededError, C
                      TransportError, UnsupportedParameterError, UpstreamError, error_to_json)
 from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
 from .._redact import scrub_text
-from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
+from ..types import from_jsonable, json_default, marker_free, to_jsonable  # the one {"__bytes__"} codec
 from ..telemetry import continue_trace  # an incoming traceparent continues in the upstream call (a no-op uninstrumented)
 from ._sockets import ConnectionLimit, DeadlineReader, busy_answer, peer_closed
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
@@ -337,17 +337,28 @@ def _check_json(environ: Mapping[str, Any]) -> None:
 
 def _json_encoder() -> Callable[[Any], str]:
     """Compact JSON, non-ASCII escaped (the output is ASCII: no encoding cost, lone surrogates survive),
-    bytes as {"__bytes__": base64}.  The C encoder is called directly where there is one (what
-    ``json.dumps`` ends up calling, minus two Python frames per event)."""
+    bytes as {"__bytes__": base64}, a dict of that one key escaped (``types.to_jsonable``: encoded again from
+    it when the text has the key, so a model's arguments spelling it reach the client as they were).  The C
+    encoder is called directly where there is one (what ``json.dumps`` ends up calling, minus two Python
+    frames per event)."""
     try:
         from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
     except ImportError:  # pragma: no cover - every CPython has it
         c_make_encoder = None
     if c_make_encoder is None or encode_basestring_ascii is None:  # pragma: no cover - PyPy and friends
-        return json.JSONEncoder(separators=(",", ":"), default=json_default).encode
+        encode = json.JSONEncoder(separators=(",", ":"), default=json_default).encode
+
+        def slow(value: Any) -> str:
+            text = encode(value)
+            return text if marker_free(text) else encode(to_jsonable(value))
+        return slow
     chunks = c_make_encoder(None, json_default, encode_basestring_ascii, None, ":", ",", False, False, True)
     join = "".join
-    return lambda value: join(chunks(value, 0))
+
+    def dumps(value: Any) -> str:
+        text = join(chunks(value, 0))
+        return text if '"__bytes__"' not in text else join(chunks(to_jsonable(value), 0))  # (marker_free)
+    return dumps
 
 
 _dumps = _json_encoder()

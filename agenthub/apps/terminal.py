@@ -289,7 +289,8 @@ def takes_json_schema(model: Mapping[str, Any]) -> bool:
     """Whether a ``response_format`` json_schema can be sent to this catalog model (``--supports json_schema``):
     its own route must take it (a plan is built, nothing is sent: DeepSeek, Z.AI and Moonshot take JSON mode
     only, Claude before 4.1 has no structured outputs), and the sources must say the model has it, unless the
-    route's dialect knows each model itself (Anthropic's, where the sources say nothing)."""
+    route's dialect knows each model itself (its record's ``knows_structured_output``: Anthropic's, where the
+    sources say nothing)."""
     if model.get("structured_output") is False:
         return False
     if model.get("provider") not in _ROUTED:
@@ -297,13 +298,15 @@ def takes_json_schema(model: Mapping[str, Any]) -> bool:
     from ..client import AutoLLMClient
     from ..errors import ConfigError
     from ..messages import user
+    from ..providers import DIALECTS
 
     try:
         client = AutoLLMClient(model["id"], api_key="unused")
         client.plan([user("x")], _JSON_SCHEMA)  # type: ignore[arg-type]
     except ConfigError:  # (an UnsupportedParameterError: the route refuses it; a name it cannot route)
         return False
-    return model.get("structured_output") is True or client.protocol.name == "anthropic"
+    record = DIALECTS.get(client.protocol.name)
+    return model.get("structured_output") is True or (record is not None and record.knows_structured_output)
 
 
 _SUPPORTS = {"tools": lambda m: m.get("tools") is True, "reasoning": lambda m: m.get("reasoning") is True,

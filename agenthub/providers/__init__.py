@@ -46,15 +46,20 @@ class Dialect(object):
     ``batch_api``: the kind of batch request a row of this dialect is (``chat``, ``responses``,
     ``messages``, ``generate``; None: no batch engine takes it); the engine is the host's
     (``agenthub.jobs.backends``).
+    ``knows_structured_output``: True when the dialect knows each model's structured-output support itself
+    (its ``build_request`` refuses a ``json_schema`` response_format for a model without it, so a plan that
+    passes says the model has it: ``agenthub models --supports json_schema``); False: the catalog's sources say.
+    ``relays``: True when the other end is an agenthub server, which checks the request against its own
+    upstream's rules (tool names, unanswered tool calls): the client checks none of those itself.
     """
 
     __slots__ = ("name", "module", "operation", "provider_by_host", "tool_names", "call_ids", "marks", "reads",
-                 "compaction", "batch_api", "_tool_regex", "_id_regex")
+                 "compaction", "batch_api", "knows_structured_output", "relays", "_tool_regex", "_id_regex")
 
     def __init__(self, name: str, module: str, *, operation: str, provider_by_host: bool,
                  tool_names: Tuple[str, str], call_ids: Tuple[Optional[str], Optional[int]],
                  marks: Sequence[Tuple[str, Sequence[str]]], reads: Any, compaction: Optional[str],
-                 batch_api: Optional[str]) -> None:
+                 batch_api: Optional[str], knows_structured_output: bool, relays: bool) -> None:
         self.name = name
         self.module = module
         self.operation = operation
@@ -65,6 +70,8 @@ class Dialect(object):
         self.reads = reads if reads == ALL_FAMILIES else tuple(reads)
         self.compaction = compaction
         self.batch_api = batch_api
+        self.knows_structured_output = knows_structured_output
+        self.relays = relays
         self._tool_regex = None  # type: Any
         self._id_regex = None  # type: Any
 
@@ -109,32 +116,37 @@ DIALECTS = {record.name: record for record in [
             # Chat Completions takes ids of at most 40 characters; a server's own longer id is marked issued_id
             call_ids=(None, 40),
             marks=[("openai-chat", ("reasoning_field", "reasoning_details", "thinking_blocks", "issued_id"))],
-            reads=("openai-chat",), compaction=None, batch_api="chat"),
+            reads=("openai-chat",), compaction=None, batch_api="chat", knows_structured_output=False, relays=False),
     # the Responses API refuses a call_id of more than 64 characters ("string too long. Expected a string with
     # maximum length 64", a 400); its own are shorter
     Dialect("openai-responses", "openai_responses", operation="chat", provider_by_host=True,
             tool_names=_OPENAI_NAMES, call_ids=(None, 64),
             marks=[("openai-responses", ("channel", "encrypted_content"))],
-            reads=("openai-responses",), compaction="openai", batch_api="responses"),
+            reads=("openai-responses",), compaction="openai", batch_api="responses", knows_structured_output=False,
+            relays=False),
     Dialect("anthropic", "anthropic", operation="chat", provider_by_host=False, tool_names=_ANTHROPIC_NAMES,
             call_ids=(r"[A-Za-z0-9_-]+", None),
             # a Claude thinking signature: Anthropic's API and Bedrock's Claude both read it
             marks=[("anthropic", ("redacted_data", "server_block")), ("claude", ("signature",))],
-            reads=("anthropic", "claude"), compaction="anthropic", batch_api="messages"),
+            reads=("anthropic", "claude"), compaction="anthropic", batch_api="messages",
+            # Claude before 4.1 has no structured outputs: build_request refuses json_schema for it
+            knows_structured_output=True, relays=False),
     Dialect("gemini", "gemini", operation="generate_content", provider_by_host=False, tool_names=_GEMINI_NAMES,
             call_ids=ANY_ID, marks=[("gemini", ("thought_signature",))], reads=("gemini",), compaction=None,
-            batch_api="generate"),
+            batch_api="generate", knows_structured_output=False, relays=False),
     Dialect("gemini-interactions", "gemini_interactions", operation="generate_content", provider_by_host=False,
             tool_names=_GEMINI_NAMES, call_ids=ANY_ID,
             # the empty thinking item naming an answer's interaction
             marks=[("gemini-interactions", ("interaction_id",))], reads=("gemini", "gemini-interactions"),
-            compaction=None, batch_api=None),
+            compaction=None, batch_api=None, knows_structured_output=False, relays=False),
     Dialect("bedrock", "bedrock", operation="chat", provider_by_host=False, tool_names=_BEDROCK_NAMES,
             call_ids=(r"[A-Za-z0-9_-]+", 64), marks=[("bedrock", ("redacted_content", "bedrock_block"))],
-            reads=("bedrock", "claude"), compaction=None, batch_api=None),
+            reads=("bedrock", "claude"), compaction=None, batch_api=None, knows_structured_output=False,
+            relays=False),
     # agenthub serve: its upstream's rules apply there; agenthub's own wire takes any name and id
     Dialect("agenthub", "agenthub_server", operation="chat", provider_by_host=False, tool_names=_OPENAI_NAMES,
-            call_ids=ANY_ID, marks=[], reads=ALL_FAMILIES, compaction=None, batch_api=None),
+            call_ids=ANY_ID, marks=[], reads=ALL_FAMILIES, compaction=None, batch_api=None,
+            knows_structured_output=False, relays=True),
 ]}
 
 #: dialect name -> its module under agenthub.providers (imported on first use): ``DIALECTS``' modules

@@ -11,8 +11,19 @@ function el(tag, cls, text) {
   return node;
 }
 function add(parent, child) { parent.appendChild(child); return child; }
+// JSON text of a value as the data model has it: an object of the one key __bytes__ that is no bytes travels
+// escaped, {"__bytes__": [its value]} (agenthub.types.to_jsonable), and is shown as it was
+function unescaped(key, value) {
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    var keys = Object.keys(value);
+    if (keys.length === 1 && keys[0] === "__bytes__" && Array.isArray(value.__bytes__) && value.__bytes__.length === 1) {
+      return {__bytes__: value.__bytes__[0]};
+    }
+  }
+  return value;
+}
 function pretty(value) {
-  try { return JSON.stringify(value, null, 2); } catch (e) { return String(value); }
+  try { return JSON.stringify(value, unescaped, 2); } catch (e) { return String(value); }
 }
 function b64(data) { return data && typeof data.__bytes__ === "string" ? data.__bytes__ : ""; }
 function byteCount(data) { var s = b64(data); return Math.floor(s.length * 3 / 4) - s.match(/=*$/)[0].length; }
