@@ -1001,3 +1001,26 @@ def test_google_retry_info_is_honoured(server):
 
     assert upstream_error("gemini", {"error": {"details": [{"@type": "x.RetryInfo", "retryDelay": "nan s"}]}}) \
         .retry_after is None
+
+
+@within(15)
+def test_a_stream_of_only_pings_ends_at_the_events_timeout(server):
+    """Anthropic's ``ping`` events are keep-alives, not content: a server that sent message_start and then
+    only pings restarted the events clock at each one and held the call for ever (no total)."""
+    start = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+             b'"role":"assistant","model":"m","content":[],"usage":{"input_tokens":1,"output_tokens":0}}}\n\n')
+    pings = [step for _ in range(160) for step in (send(b'event: ping\ndata: {"type": "ping"}\n\n'), sleep(0.05))]
+    server.push([status(200, SSE), send(start)] + pings)
+    client = AutoLLMClient("test-model", client_type="anthropic", base_url=server.url, session=tiny_session(),
+                           timeout=Timeout(connect=1, read=1, events=0.5), max_retries=0)
+    started = time.monotonic()
+    with pytest.raises(TransportError) as info:
+        list(client.streaming_response([USER]))
+    assert time.monotonic() - started < 5.0  # (the server would go on for 8 s)
+    error = info.value
+    assert (error.timeout, error.retryable, error.deadline, error.aborted) == (True, True, False, False)
+    assert str(error) == ("anthropic: no SSE event for 0.5s, only comments or keep-alive bytes (the events "
+                          "timeout: Timeout(events=...))")
+    assert len(server.requests) == 1
+    assert server.wait_closed(1)
+    assert released(client, server)
