@@ -44,6 +44,8 @@ from urllib.parse import urlsplit
 
 import requests
 import requests.adapters
+import requests.auth
+import requests.utils
 from urllib3.connection import DummyConnection, HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
@@ -681,6 +683,17 @@ def _KEEP_AUTH(prepared: Any) -> Any:
     return prepared
 
 
+def _URL_AUTH(prepared: Any) -> Any:
+    """requests' auth hook for a request without an Authorization of its own: what requests does with no auth
+    (Basic auth from the URL's user:password@, which agenthub scrubs), but never a ~/.netrc credential (a
+    session that trusts the environment reads it then: a credential the caller never gave agenthub, on no
+    scrub list)."""
+    user, password = requests.utils.get_auth_from_url(prepared.url)
+    if user or password:
+        return requests.auth.HTTPBasicAuth(user, password)(prepared)
+    return prepared
+
+
 def _send(session: requests.Session, request: HttpRequest, timeout: Limits, client: str, stream: bool,
           watch: Any):
     data = request.content()  # the exact bytes the protocol encoded (and may have signed)
@@ -693,7 +706,11 @@ def _send(session: requests.Session, request: HttpRequest, timeout: Limits, clie
     failure = None  # type: Optional[Tuple[TransportError, Optional[BaseException]]]
     # a base URL's user:password@ never replaces the Authorization the request carries (requests would build
     # Basic auth from it over the key's Bearer): with one, the userinfo is not sent at all
-    auth = _KEEP_AUTH if any(name.lower() == "authorization" for name in headers) else None
+    # (and ~/.netrc is never read: a session's own ``auth`` alone applies, as requests would apply it)
+    if any(name.lower() == "authorization" for name in headers):
+        auth = _KEEP_AUTH  # type: Any
+    else:
+        auth = _URL_AUTH if getattr(session, "auth", None) is None else None
     try:
         response = session.request(
             request.method, request.url, headers=headers, data=data, timeout=timeout,
