@@ -952,14 +952,15 @@ class RunJournal(object):
             self.journal._kept = []
         self.journal.close()
 
-    def unsettled(self) -> Dict[Tuple[str, str], str]:
+    def unsettled(self) -> Dict[Tuple[str, str], List[str]]:
         """The calls journaled as timed out and maybe still taking effect (results ``unsettled``), whose outcome a
-        resumed run cannot learn: (tool name, arguments digest) -> call id."""
-        out = {}  # type: Dict[Tuple[str, str], str]
+        resumed run cannot learn: (tool name, arguments digest) -> their call ids, every one (two calls of one
+        turn with the same arguments may both have timed out)."""
+        out = {}  # type: Dict[Tuple[str, str], List[str]]
         for key, entry in self.replay.results.items():
             started = self.replay.started.get(key)
             if entry.get("unsettled") is True and started is not None:
-                out[(str(started.get("name")), str(started.get("digest")))] = key[1]
+                out.setdefault((str(started.get("name")), str(started.get("digest"))), []).append(key[1])
         return out
 
     def interrupted_ids(self) -> List[str]:

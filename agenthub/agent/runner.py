@@ -1158,7 +1158,7 @@ class Run(object):
                                (before, message) if stateful else None)  # type: ignore[possibly-undefined]
             unknown = self._journal.unsettled()  # calls that timed out in the process that ran the run before
             if unknown:
-                self._unsettled = {key: [(call_id, None)] for key, call_id in unknown.items()}
+                self._unsettled = {key: [(call_id, None) for call_id in ids] for key, ids in unknown.items()}
         try:
             if self._rewind is not None:  # the client's history holds the run's own progress: resumed from its start
                 if self._first is not None:
@@ -2015,10 +2015,13 @@ class Run(object):
         if unsettled is None or held is None:
             return None
         head = "not run: call {} of {} with the same arguments timed out".format
-        for call_id, ticket in held:
-            if ticket is None:
-                return "{} and its outcome is unknown (the process running it stopped); {} is not safe to " \
-                       "repeat".format(head(call_id, name), name)
+        unknown = [call_id for call_id, ticket in held if ticket is None]
+        if len(unknown) == 1:
+            return "{} and its outcome is unknown (the process running it stopped); {} is not safe to " \
+                   "repeat".format(head(unknown[0], name), name)
+        if unknown:  # (each one named: any of them may have taken effect)
+            return "not run: calls {} of {} with the same arguments timed out and their outcome is unknown (the " \
+                   "process running them stopped); {} is not safe to repeat".format(", ".join(unknown), name, name)
         for call_id, ticket in held:  # (every one of them: while one still runs, a repeat may still take effect twice)
             if ticket.running:  # type: ignore[union-attr]
                 return "{} and still runs; it may still complete ({} is not safe to repeat)".format(head(call_id, name),
