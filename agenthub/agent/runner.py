@@ -1264,20 +1264,27 @@ class Run(object):
                       messages: Sequence[Any], stateful: Optional[Tuple[List[Any], Any]] = None) -> None:
         """``stateful``: (the client's history, the message given): the run's start goes in a new journal's
         header, and a journal whose run started earlier in this history resumes from there (``_rewind``)."""
-        from .journal import RunJournal, fingerprint, stateful_start
+        from .journal import RunJournal, fingerprints, stateful_start
 
         tools = self._config.get("tools") or []
         kept = {k: v for k, v in self._config.items() if k != "tools"}
         model = getattr(self._client, "model", "")
-        print_ = fingerprint(model, list(messages), list(tools), kept)
+        prints = fingerprints(model, list(messages), list(tools), kept)
+        print_ = prints[0]
+
+        def older(header: Mapping[str, Any], entries: List[Dict[str, Any]]) -> bool:
+            return header.get("fingerprint") in prints[1:]  # (a journal written before: its fingerprint of the run)
+
         if stateful is None:
-            self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait)
+            self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait, same=older)
             return
         before, message = stateful
 
         def same(header: Mapping[str, Any], entries: List[Dict[str, Any]]) -> bool:
+            if older(header, entries):
+                return True
             self._rewind = stateful_start(header, entries, before, message,
-                                          lambda seen: fingerprint(model, seen, list(tools), kept))
+                                          lambda seen: fingerprints(model, seen, list(tools), kept))
             return self._rewind is not None
 
         self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait, start=[len(before), message is not None],
