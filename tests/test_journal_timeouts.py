@@ -191,7 +191,11 @@ def test_two_journaled_timed_out_calls_with_the_same_arguments_are_both_named_af
     two = CHILD.replace('print("after", call["tool_call_id"], flush=True)\n        time.sleep(60)',
                         'print("after", call["tool_call_id"], flush=True)\n'
                         '        if call["tool_call_id"] == "c1b":\n            time.sleep(60)')
-    assert two != CHILD
+    # (two threads print here: one write each, whole lines, never "pay 30pay" as print's pieces interleave on 3.8)
+    two = two.replace('print("pay", amount, flush=True)', 'sys.stdout.write("pay %d\\n" % amount); sys.stdout.flush()')
+    two = two.replace('print("after", call["tool_call_id"], flush=True)',
+                      'sys.stdout.write("after %s\\n" % call["tool_call_id"]); sys.stdout.flush()')
+    assert two.count("sys.stdout.write") == 2
     with SSEServer() as server:
         server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}'), ("c1b", "pay", '{"amount": 30}')])]),
                            Answer([chat_calls([("c2", "pay", '{"amount": 30}')])]),
