@@ -211,20 +211,31 @@ def comments(seconds, every=0.05):
     return [step for _ in range(int(seconds / every)) for step in (send(b": keep-alive\n\n"), sleep(every))]
 
 
+#: Anthropic's message_start, then only its ``ping`` events (keep-alives, not content)
+_PINGS = [send(b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+               b'"role":"assistant","model":"m","content":[],"usage":{"input_tokens":1,"output_tokens":0}}}\n\n')] + [
+    step for _ in range(160) for step in (send(b'event: ping\ndata: {"type": "ping"}\n\n'), sleep(0.05))]
+
+
 @within(15)
-def test_a_stream_of_only_comments_ends_at_the_events_timeout(server):
+@pytest.mark.parametrize("kind", ["comments", "pings"])
+def test_a_stream_of_only_comments_ends_at_the_events_timeout(server, kind):
     """Comments restart the read timeout: before Timeout.events, a server that sent only ": keep-alive"
-    forever held the default client (no total) forever."""
-    server.push([status(200, SSE)] + comments(8))
-    client = make(server, timeout=Timeout(connect=1, read=1, events=0.5), max_retries=0)
+    forever held the default client (no total) forever.  Anthropic's ``ping`` events likewise: each one restarted
+    the events clock, and a server that sent message_start and then only pings held the call for ever."""
+    server.push([status(200, SSE)] + (comments(8) if kind == "comments" else _PINGS))
+    timeout = Timeout(connect=1, read=1, events=0.5)
+    client = make(server, timeout=timeout, max_retries=0) if kind == "comments" else AutoLLMClient(
+        "test-model", client_type="anthropic", base_url=server.url, session=tiny_session(), timeout=timeout,
+        max_retries=0)
     started = time.monotonic()
     with pytest.raises(TransportError) as info:
         list(client.streaming_response([USER]))
     assert time.monotonic() - started < 5.0  # (the server would go on for 8 s)
     error = info.value
     assert (error.timeout, error.retryable, error.deadline, error.aborted) == (True, True, False, False)
-    assert str(error) == ("openai-chat: no SSE event for 0.5s, only comments or keep-alive bytes (the events "
-                          "timeout: Timeout(events=...))")
+    assert str(error) == ("{}: no SSE event for 0.5s, only comments or keep-alive bytes (the events "
+                          "timeout: Timeout(events=...))".format(client.client_type))
     assert len(server.requests) == 1
     assert server.wait_closed(1)
     assert released(client, server)
@@ -1003,29 +1014,6 @@ def test_google_retry_info_is_honoured(server):
         .retry_after is None
 
 
-@within(15)
-def test_a_stream_of_only_pings_ends_at_the_events_timeout(server):
-    """Anthropic's ``ping`` events are keep-alives, not content: a server that sent message_start and then
-    only pings restarted the events clock at each one and held the call for ever (no total)."""
-    start = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
-             b'"role":"assistant","model":"m","content":[],"usage":{"input_tokens":1,"output_tokens":0}}}\n\n')
-    pings = [step for _ in range(160) for step in (send(b'event: ping\ndata: {"type": "ping"}\n\n'), sleep(0.05))]
-    server.push([status(200, SSE), send(start)] + pings)
-    client = AutoLLMClient("test-model", client_type="anthropic", base_url=server.url, session=tiny_session(),
-                           timeout=Timeout(connect=1, read=1, events=0.5), max_retries=0)
-    started = time.monotonic()
-    with pytest.raises(TransportError) as info:
-        list(client.streaming_response([USER]))
-    assert time.monotonic() - started < 5.0  # (the server would go on for 8 s)
-    error = info.value
-    assert (error.timeout, error.retryable, error.deadline, error.aborted) == (True, True, False, False)
-    assert str(error) == ("anthropic: no SSE event for 0.5s, only comments or keep-alive bytes (the events "
-                          "timeout: Timeout(events=...))")
-    assert len(server.requests) == 1
-    assert server.wait_closed(1)
-    assert released(client, server)
-
-
 # -- a connect that hangs, a name that does not resolve: abort and the deadline end them -----------
 
 
@@ -1070,32 +1058,33 @@ def test_a_connect_that_hangs_ends_at_abort_or_the_deadline(unanswered, how):
     """abort() (the stream's, a run's) and the total deadline waited for the whole connect timeout (30 s here):
     the socket being connected had no owner anyone could shut down.  The call ends within a second."""
     client = hanging_client(unanswered, total=0.5 if how == "deadline" else None)
+    elapsed, ended = ended_after(client, how)
+    assert elapsed < 1.5, elapsed  # (0.5 s to the abort or the deadline, then within a second)
     if how == "run-abort":
-        stream = client.run([USER], tools=[])
+        assert ended.stop == "aborted"
+    elif how == "abort":
+        assert (ended.aborted, ended.deadline, ended.retryable) == (True, False, False)
     else:
-        stream = client.streaming_response([USER])
-    timer = threading.Timer(0.5, stream.abort if how != "deadline" else (lambda: None))
+        assert (ended.aborted, ended.deadline, ended.retryable) == (False, True, False)
+
+
+def ended_after(client, how):
+    """(seconds, how it ended) of a call of ``client`` (a stream, or a run with ``how`` "run-abort": its
+    RunResult, else the TransportError the stream raised), aborted 0.5 s on when ``how`` ends with "abort"."""
+    stream = client.run([USER], tools=[]) if how == "run-abort" else client.streaming_response([USER])
+    timer = threading.Timer(0.5, stream.abort if how.endswith("abort") else (lambda: None))
     timer.start()
     started = time.monotonic()
     try:
         if how == "run-abort":
             result = stream.result()
-        else:
-            with pytest.raises(TransportError) as info:
-                list(stream)
-        elapsed = time.monotonic() - started
+            return time.monotonic() - started, result
+        with pytest.raises(TransportError) as info:
+            list(stream)
+        return time.monotonic() - started, info.value
     finally:
         timer.cancel()
         timer.join()
-    assert elapsed < 1.5, elapsed  # (0.5 s to the abort or the deadline, then within a second)
-    if how == "run-abort":
-        assert result.stop == "aborted"
-    elif how == "abort":
-        error = info.value
-        assert (error.aborted, error.deadline, error.retryable) == (True, False, False)
-    else:
-        error = info.value
-        assert (error.aborted, error.deadline, error.retryable) == (False, True, False)
 
 
 @pytest.fixture
@@ -1137,25 +1126,11 @@ def test_a_host_name_that_does_not_resolve_is_bounded(silent_resolver, how):
     client = AutoLLMClient("test-model", client_type="openai-chat", base_url="http://llm.test/v1", api_key="sk-test",
                            timeout=Timeout(read=30, **timeout), max_retries=0)
     for attempt in range(2):
-        stream = client.run([USER], tools=[]) if how == "run-abort" else client.streaming_response([USER])
-        timer = threading.Timer(0.5, stream.abort if how.endswith("abort") else (lambda: None))
-        timer.start()
-        started = time.monotonic()
-        try:
-            if how == "run-abort":
-                result = stream.result()
-            else:
-                with pytest.raises(TransportError) as info:
-                    list(stream)
-            elapsed = time.monotonic() - started
-        finally:
-            timer.cancel()
-            timer.join()
+        elapsed, error = ended_after(client, how)
         assert elapsed < 1.5, elapsed
         if how == "run-abort":
-            assert result.stop == "aborted"
+            assert error.stop == "aborted"
             continue
-        error = info.value
         flags = (error.aborted, error.deadline, error.timeout, error.retryable)
         if how == "connect-timeout":
             assert flags == (False, False, True, True)
