@@ -173,7 +173,7 @@ class _Connecting(object):
         self.wake = threading.Event()  # set by stop, and by the end of the lookup waited for
         self.sock = None  # type: Optional[socket.socket]
         self.stopped = False
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (reentrant: an abort may come from a signal handler on the connecting thread)
 
     def stop(self) -> bool:
         with self._lock:
@@ -190,9 +190,10 @@ class _Connecting(object):
     def connecting(self, sock: Optional[socket.socket]) -> None:
         """``sock`` is about to connect (None: the socket is done with, connected or closed)."""
         with self._lock:
-            if sock is not None and self.stopped:
-                raise _stopped_connect()
             self.sock = sock
+            if sock is not None and self.stopped:  # (checked after: a stop in between saw no socket)
+                self.sock = None
+                raise _stopped_connect()
 
 
 def _stopped_connect() -> OSError:
