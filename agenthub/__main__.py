@@ -27,6 +27,7 @@ batch engine actions: agenthub.jobs.batch_cli).
 import argparse
 import errno
 import os
+import pathlib
 import sys
 from typing import Any, Callable, Dict, List, Optional
 from urllib.parse import urlencode
@@ -363,13 +364,38 @@ def _trace_view(args: Any) -> int:
     print("agenthub trace viewer: {} (serving {}; Ctrl+C stops){}".format(
         url, os.path.abspath(folder), "; open it once as {}?key=<${}>".format(url, args.key_env) if key else ""))
     sys.stdout.flush()
+    opener = None
     if args.open:
         import webbrowser
 
-        # (never the key: a browser's command line is there for every user of the machine to read; a code taken
-        # once within a minute instead)
-        webbrowser.open(url + ("?" + urlencode({"code": one_time_code(server)}) if key else ""))
-    return _serve_until_interrupted(server)
+        if key:
+            # neither the key nor a code on the browser's command line (``ps`` shows it to every user of the
+            # machine): a code taken once within a minute, in a page only this user can read, that sends it on
+            opener = _opener_page(url + "?" + urlencode({"code": one_time_code(server)}))
+            webbrowser.open(pathlib.Path(opener).as_uri())
+        else:
+            webbrowser.open(url)
+    try:
+        return _serve_until_interrupted(server)
+    finally:
+        if opener is not None:
+            try:
+                os.remove(opener)
+            except OSError:
+                pass
+
+
+def _opener_page(target: str) -> str:
+    """A page (a file of mode 0600) that takes a browser to ``target``: its path, which a command line may show."""
+    import html
+    import tempfile
+
+    handle, path = tempfile.mkstemp(prefix="agenthub-viewer-", suffix=".html")  # (mode 0600)
+    shown = html.escape(target, quote=True)
+    with os.fdopen(handle, "w", encoding="utf-8") as page:
+        page.write('<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={0}">'
+                   '<title>agenthub trace viewer</title><a href="{0}">Open the trace viewer</a>\n'.format(shown))
+    return path
 
 
 def _serve_until_interrupted(server: Any) -> int:

@@ -413,7 +413,8 @@ class SSEDecoder(object):
 
 
 def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                events_timeout: Optional[float] = None, client: str = "") -> Iterator[SSEEvent]:
+                events_timeout: Optional[float] = None, client: str = "",
+                keepalives: Iterable[str] = ()) -> Iterator[SSEEvent]:
     """Decode an iterable of byte chunks into SSEEvents, lazily; the end of chunks is the end of the body.
 
     ``events_timeout``: seconds the body may go on with reads that complete no event (comments, blank
@@ -421,15 +422,18 @@ def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_
     TransportError (``.timeout`` True, retryable, as an idle timeout is).  The clock starts at the first
     such read after an event (or at the body's first read), and is read only on such reads (never for
     an event); a body that goes silent altogether is the read timeout's.  None: no limit.
-    ``client``: the name that error is given."""
-    return _frames(chunks, max_line_bytes, False, events_timeout, client)
+    ``client``: the name that error is given.  ``keepalives``: the names of events that are keep-alives
+    of the wire (Anthropic's ``ping``): they are handed on, but a read that completed only such events
+    counts as one that completed none."""
+    return _frames(chunks, max_line_bytes, False, events_timeout, client, keepalives)
 
 
 def iter_event_data(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                    events_timeout: Optional[float] = None, client: str = "") -> Iterator[Tuple[str, str]]:
+                    events_timeout: Optional[float] = None, client: str = "",
+                    keepalives: Iterable[str] = ()) -> Iterator[Tuple[str, str]]:
     """``iter_events`` as ``(event name, data)`` tuples (``SSEDecoder(pairs=True)``): the same framing, the
     same errors, for a reader that uses neither ``id`` nor ``retry`` (``providers._common.payloads``)."""
-    return _frames(chunks, max_line_bytes, True, events_timeout, client)
+    return _frames(chunks, max_line_bytes, True, events_timeout, client, keepalives)
 
 
 def _no_events_error(seconds: float, client: str = "") -> TransportError:
@@ -440,7 +444,9 @@ def _no_events_error(seconds: float, client: str = "") -> TransportError:
 
 
 def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool,
-            events_timeout: Optional[float] = None, client: str = "") -> Iterator[Any]:
+            events_timeout: Optional[float] = None, client: str = "", keepalives: Iterable[str] = ()) -> Iterator[Any]:
+    # keep-alive events matter only to the clock: without one, they are events like any other
+    keep = frozenset(keepalives) if events_timeout is not None else frozenset()
     decoder = SSEDecoder(max_line_bytes, pairs)
     feed = decoder.feed
     event_type = SSEEvent
@@ -483,22 +489,30 @@ def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool,
                 except UnicodeDecodeError:
                     pass
                 else:
+                    if name in keep:  # a keep-alive: the clock is read (``keep`` is empty without a timeout)
+                        if quiet is None:
+                            quiet = monotonic()
+                        elif monotonic() - quiet > events_timeout:  # type: ignore[operator]
+                            raise _no_events_error(events_timeout, client)  # type: ignore[arg-type]
+                    else:
+                        quiet = None
                     yield (name, data) if pairs else event_type(data, name, last_id, None)
-                    quiet = None
                     continue
         if not chunk:
             continue
         events = feed(chunk)
         idle = decoder._idle()
         last_id = decoder._last_id
-        if events:
+        if events and not (keep and all((e[0] if pairs else e.event) in keep for e in events)):
             quiet = None
             yield from events
-        elif events_timeout is not None:  # a read that completed no event: only here is the clock read
-            if quiet is None:
+        elif events_timeout is not None:  # a read that completed no event (or only keep-alives): only here is
+            if quiet is None:             # the clock read
                 quiet = monotonic()
             elif monotonic() - quiet > events_timeout:
                 raise _no_events_error(events_timeout, client)
+            if events:
+                yield from events
     yield from decoder.flush()
 
 

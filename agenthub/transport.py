@@ -27,12 +27,14 @@ one would carry the key's headers to wherever the redirect points.
 
 import base64
 import contextlib
+import errno
 import itertools
 import json
 import logging
 import os
 import re
 import socket
+import sys
 import threading
 import time
 import weakref
@@ -42,7 +44,17 @@ from urllib.parse import urlsplit
 
 import requests
 import requests.adapters
+import requests.auth
+import requests.utils
+from urllib3.connection import DummyConnection, HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+from urllib3.util.connection import allowed_gai_family
+
+try:
+    from urllib3.exceptions import NameResolutionError as _NameResolutionError
+except ImportError:  # urllib3 1.x: a name that does not resolve is a NewConnectionError
+    _NameResolutionError = None  # type: ignore[assignment,misc]
 
 from ._redact import redact_url, request_url_secrets, scrub_free_text, secret_values, shown_url, url_secrets
 from ._redact import body_secrets
@@ -85,6 +97,8 @@ def forget_connections(session: Any) -> None:
 
 
 def _after_fork_in_child() -> None:
+    global _LOOKUPS_LOCK, _LOOKUPS
+    _LOOKUPS_LOCK, _LOOKUPS = threading.Lock(), {}  # (the lookups under way are the parent's threads')
     for watch in list(_WATCHES):
         watch._forked()
     for session in list(_SESSIONS):
@@ -139,12 +153,200 @@ class _WatchedPoolMixin(object):
         return super(_WatchedPoolMixin, self)._put_conn(conn)  # type: ignore[misc]
 
 
-class _WatchedHTTPPool(_WatchedPoolMixin, HTTPConnectionPool):
+# -- connecting within bounds: a host name looked up, a socket connected ---------------------------
+#
+# urllib3 resolves the host name with a blocking getaddrinfo (no timeout at all: a resolver that does not
+# answer holds the call, whatever its connect timeout, deadline or abort) and connects a socket nobody else
+# can reach before it is connected (an abort waited for the whole connect timeout).  A connection of a
+# watched pool does both itself: the name is looked up in a thread of its own, waited for within the
+# connect timeout, and the socket being connected is where ``interrupt`` finds it (a shutdown ends the
+# connect at once).  One lookup runs per name at a time: callers of the same name wait for the same one.
+
+
+class _Connecting(object):
+    """What a watched connection does before it has its socket: ``stop`` (from any thread) ends its name's
+    lookup wait, or its connect (the socket being connected is shut down); True once done."""
+
+    __slots__ = ("wake", "sock", "stopped", "_lock")
+
+    def __init__(self) -> None:
+        self.wake = threading.Event()  # set by stop, and by the end of the lookup waited for
+        self.sock = None  # type: Optional[socket.socket]
+        self.stopped = False
+        self._lock = threading.RLock()  # (reentrant: an abort may come from a signal handler on the connecting thread)
+
+    def stop(self) -> bool:
+        with self._lock:
+            self.stopped = True
+            self.wake.set()
+            if self.sock is None:
+                return True  # (looking up: the wait ends; a socket is never connected once stopped)
+            try:
+                socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+            except OSError:  # not connecting yet (the connect is about to start): the watch tries again
+                return False
+            return True
+
+    def connecting(self, sock: Optional[socket.socket]) -> None:
+        """``sock`` is about to connect (None: the socket is done with, connected or closed)."""
+        with self._lock:
+            self.sock = sock
+            if sock is not None and self.stopped:  # (checked after: a stop in between saw no socket)
+                self.sock = None
+                raise _stopped_connect()
+
+
+def _stopped_connect() -> OSError:
+    return OSError(errno.ECANCELED, "the call was stopped while connecting")
+
+
+class _Lookup(object):
+    __slots__ = ("result", "error", "done", "wakes")
+
+    def __init__(self) -> None:
+        self.result = None  # type: Any
+        self.error = None  # type: Optional[BaseException]
+        self.done = False
+        self.wakes = []  # type: List[threading.Event]
+
+
+_LOOKUPS = {}  # type: Dict[Tuple[Any, ...], _Lookup]  # (host, port, family) -> the lookup under way
+_LOOKUPS_LOCK = threading.Lock()
+
+
+def _look_up(key: Tuple[Any, ...], lookup: _Lookup) -> None:
+    try:
+        lookup.result = socket.getaddrinfo(key[0], key[1], key[2], socket.SOCK_STREAM)
+    except BaseException as exc:  # handed to every caller waiting for it
+        lookup.error = exc
+    finally:
+        with _LOOKUPS_LOCK:
+            lookup.done = True
+            if _LOOKUPS.get(key) is lookup:
+                del _LOOKUPS[key]
+            wakes, lookup.wakes = lookup.wakes, []
+        for wake in wakes:
+            wake.set()
+
+
+def _is_address(host: str) -> bool:
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+            return True
+        except (OSError, ValueError):
+            pass
+    return False
+
+
+def _resolve(host: str, port: int, family: int, seconds: Optional[float], connecting: _Connecting) -> Any:
+    """getaddrinfo for ``host``, waited for at most ``seconds`` (None: no limit) and until ``connecting`` is
+    stopped.  An address needs no lookup."""
+    if _is_address(host):
+        return socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    key = (host, port, family)
+    with _LOOKUPS_LOCK:
+        lookup = _LOOKUPS.get(key)
+        start = lookup is None
+        if lookup is None:
+            lookup = _LOOKUPS[key] = _Lookup()
+        lookup.wakes.append(connecting.wake)
+    if start:
+        threading.Thread(target=_look_up, args=(key, lookup), name="agenthub-resolve", daemon=True).start()
+    connecting.wake.wait(None if seconds is None else min(max(seconds, 0.0), threading.TIMEOUT_MAX))
+    with _LOOKUPS_LOCK:
+        done = lookup.done
+        if not done:
+            lookup.wakes.remove(connecting.wake)
+    if connecting.stopped:
+        raise _stopped_connect()
+    if not done:
+        raise socket.timeout("no address for the host name within {}s".format(seconds))
+    error = lookup.error
+    if error is not None:  # (a copy: the one exception is shared by every caller waiting)
+        if isinstance(error, OSError):
+            raise type(error)(*error.args)
+        raise OSError("the host name lookup failed ({})".format(type(error).__name__))
+    return lookup.result
+
+
+def _connect(conn: Any, connecting: _Connecting) -> socket.socket:
+    """urllib3's ``create_connection`` for ``conn``, each step within bounds: the lookup and each address's
+    connect take at most the connect timeout, and ``connecting.stop`` ends either."""
+    host = conn._dns_host
+    if host.startswith("["):
+        host = host.strip("[]")
+    timeout = conn.timeout
+    seconds = float(timeout) if isinstance(timeout, (int, float)) else None  # (else: no limit, or the default)
+    addresses = _resolve(host, conn.port, allowed_gai_family(), seconds, connecting)
+    error = None  # type: Optional[BaseException]
+    for family, kind, proto, _, address in addresses:
+        sock = None
+        try:
+            sock = socket.socket(family, kind, proto)
+            for option in conn.socket_options or ():
+                sock.setsockopt(*option)
+            if timeout is None or seconds is not None:
+                sock.settimeout(seconds)
+            if conn.source_address:
+                sock.bind(conn.source_address)
+            connecting.connecting(sock)
+            sock.connect(address)
+            connecting.connecting(None)
+            return sock
+        except OSError as exc:
+            connecting.connecting(None)
+            error = exc
+            if sock is not None:
+                sock.close()
+            if connecting.stopped:
+                break
+    raise error if error is not None else OSError("getaddrinfo returned no address")
+
+
+class _WatchedConnectionMixin(object):
+    def _new_conn(self):  # type: ignore[no-untyped-def]
+        try:
+            self._dns_host.encode("idna")  # type: ignore[attr-defined]
+        except (UnicodeError, AttributeError):  # urllib3 says what is wrong with it
+            return super(_WatchedConnectionMixin, self)._new_conn()  # type: ignore[misc]
+        connecting = self._agenthub_connecting = _Connecting()  # (where ``interrupt`` finds it)
+        try:
+            if getattr(self.__dict__.get("_agenthub_watch"), "reason", None) is not None:
+                raise _stopped_connect()
+            sock = _connect(self, connecting)
+        except socket.gaierror as exc:
+            if _NameResolutionError is not None:
+                raise _NameResolutionError(self.host, self, exc) from exc  # type: ignore[attr-defined]
+            raise NewConnectionError(self, "Failed to establish a new connection: {}".format(exc)) from exc
+        except socket.timeout as exc:
+            raise ConnectTimeoutError(self, "Connection to {} timed out. (connect timeout={})".format(
+                self.host, self.timeout)) from exc  # type: ignore[attr-defined]
+        except OSError as exc:
+            raise NewConnectionError(self, "Failed to establish a new connection: {}".format(exc)) from exc
+        finally:
+            self.__dict__.pop("_agenthub_connecting", None)
+        sys.audit("http.client.connect", self, self.host, self.port)  # type: ignore[attr-defined]
+        return sock
+
+
+class _WatchedHTTPConnection(_WatchedConnectionMixin, HTTPConnection):
     pass
+
+
+class _WatchedHTTPPool(_WatchedPoolMixin, HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
 
 
 class _WatchedHTTPSPool(_WatchedPoolMixin, HTTPSConnectionPool):
     pass
+
+
+if HTTPSConnectionPool.ConnectionCls is not DummyConnection:  # (no ssl module: urllib3 refuses https itself)
+    class _WatchedHTTPSConnection(_WatchedConnectionMixin, HTTPSConnectionPool.ConnectionCls):  # type: ignore
+        pass
+
+    _WatchedHTTPSPool.ConnectionCls = _WatchedHTTPSConnection
 
 
 _WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
@@ -482,6 +684,17 @@ def _KEEP_AUTH(prepared: Any) -> Any:
     return prepared
 
 
+def _URL_AUTH(prepared: Any) -> Any:
+    """requests' auth hook for a request without an Authorization of its own: what requests does with no auth
+    (Basic auth from the URL's user:password@, which agenthub scrubs), but never a ~/.netrc credential (a
+    session that trusts the environment reads it then: a credential the caller never gave agenthub, on no
+    scrub list)."""
+    user, password = requests.utils.get_auth_from_url(prepared.url)
+    if user or password:
+        return requests.auth.HTTPBasicAuth(user, password)(prepared)
+    return prepared
+
+
 def _send(session: requests.Session, request: HttpRequest, timeout: Limits, client: str, stream: bool,
           watch: Any):
     data = request.content()  # the exact bytes the protocol encoded (and may have signed)
@@ -494,7 +707,11 @@ def _send(session: requests.Session, request: HttpRequest, timeout: Limits, clie
     failure = None  # type: Optional[Tuple[TransportError, Optional[BaseException]]]
     # a base URL's user:password@ never replaces the Authorization the request carries (requests would build
     # Basic auth from it over the key's Bearer): with one, the userinfo is not sent at all
-    auth = _KEEP_AUTH if any(name.lower() == "authorization" for name in headers) else None
+    # (and ~/.netrc is never read: a session's own ``auth`` alone applies, as requests would apply it)
+    if any(name.lower() == "authorization" for name in headers):
+        auth = _KEEP_AUTH  # type: Any
+    else:
+        auth = _URL_AUTH if getattr(session, "auth", None) is None else None
     try:
         response = session.request(
             request.method, request.url, headers=headers, data=data, timeout=timeout,
@@ -753,7 +970,8 @@ def interrupt(response: Any) -> bool:
     """
     sock = _socket_of(response)
     if sock is None:
-        return False
+        connecting = getattr(response, "_agenthub_connecting", None)  # a watched connection still connecting
+        return connecting.stop() if connecting is not None else False
     try:
         # the plain socket's shutdown, also for an SSLSocket: its own shutdown would unwrap TLS under the reader
         socket.socket.shutdown(sock, socket.SHUT_RDWR)

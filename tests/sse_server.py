@@ -210,10 +210,16 @@ class SSEServer(LocalServer):
 
 
 def close_upstream(app):
-    """Close the keep-alive connections an AgentHubApp's clients pooled to their upstreams.  A test's app is let
-    go only once pytest drops the fixture's value, after the leak guard has looked: closed here, on purpose."""
+    """Close the keep-alive connections an AgentHubApp's clients pooled to their upstreams, and the stores of their
+    rows' limiters and budgets (a settlement a store did not take is tried once more, then let go: else the process's
+    lease thread retried it for up to a day, into every later test).  A test's app is let go only once pytest drops
+    the fixture's value, after the leak guard has looked: closed here, on purpose."""
     for model in app.models.values():
         for client in (model.client,) + tuple(model.client.fallbacks):
             session = client.__dict__.get("_session")
             if session is not None:
                 session.close()
+            for shared in (getattr(client, "budget", None), getattr(client, "limiter", None)):
+                store = getattr(shared, "store", None)
+                if store is not None:
+                    store.close()

@@ -211,20 +211,31 @@ def comments(seconds, every=0.05):
     return [step for _ in range(int(seconds / every)) for step in (send(b": keep-alive\n\n"), sleep(every))]
 
 
+#: Anthropic's message_start, then only its ``ping`` events (keep-alives, not content)
+_PINGS = [send(b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+               b'"role":"assistant","model":"m","content":[],"usage":{"input_tokens":1,"output_tokens":0}}}\n\n')] + [
+    step for _ in range(160) for step in (send(b'event: ping\ndata: {"type": "ping"}\n\n'), sleep(0.05))]
+
+
 @within(15)
-def test_a_stream_of_only_comments_ends_at_the_events_timeout(server):
+@pytest.mark.parametrize("kind", ["comments", "pings"])
+def test_a_stream_of_only_comments_ends_at_the_events_timeout(server, kind):
     """Comments restart the read timeout: before Timeout.events, a server that sent only ": keep-alive"
-    forever held the default client (no total) forever."""
-    server.push([status(200, SSE)] + comments(8))
-    client = make(server, timeout=Timeout(connect=1, read=1, events=0.5), max_retries=0)
+    forever held the default client (no total) forever.  Anthropic's ``ping`` events likewise: each one restarted
+    the events clock, and a server that sent message_start and then only pings held the call for ever."""
+    server.push([status(200, SSE)] + (comments(8) if kind == "comments" else _PINGS))
+    timeout = Timeout(connect=1, read=1, events=0.5)
+    client = make(server, timeout=timeout, max_retries=0) if kind == "comments" else AutoLLMClient(
+        "test-model", client_type="anthropic", base_url=server.url, session=tiny_session(), timeout=timeout,
+        max_retries=0)
     started = time.monotonic()
     with pytest.raises(TransportError) as info:
         list(client.streaming_response([USER]))
     assert time.monotonic() - started < 5.0  # (the server would go on for 8 s)
     error = info.value
     assert (error.timeout, error.retryable, error.deadline, error.aborted) == (True, True, False, False)
-    assert str(error) == ("openai-chat: no SSE event for 0.5s, only comments or keep-alive bytes (the events "
-                          "timeout: Timeout(events=...))")
+    assert str(error) == ("{}: no SSE event for 0.5s, only comments or keep-alive bytes (the events "
+                          "timeout: Timeout(events=...))".format(client.client_type))
     assert len(server.requests) == 1
     assert server.wait_closed(1)
     assert released(client, server)
@@ -1001,3 +1012,132 @@ def test_google_retry_info_is_honoured(server):
 
     assert upstream_error("gemini", {"error": {"details": [{"@type": "x.RetryInfo", "retryDelay": "nan s"}]}}) \
         .retry_after is None
+
+
+# -- a connect that hangs, a name that does not resolve: abort and the deadline end them -----------
+
+
+@pytest.fixture
+def unanswered():
+    """A 127.0.0.1 port whose connects hang: a listener of backlog 0 with its queue full (the kernel drops
+    the SYNs of every further connect, which then waits for its connect timeout)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(16):
+            filler = socket.socket()
+            fillers.append(filler)
+            filler.settimeout(0.2)
+            try:
+                filler.connect(("127.0.0.1", port))
+            except socket.timeout:
+                break  # the queue is full: this one hangs too
+        else:
+            pytest.skip("connects to a full listen queue do not hang here")
+        yield port
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
+def hanging_client(port, **timeout):
+    timeout.setdefault("connect", 30)
+    return AutoLLMClient("test-model", client_type="openai-chat", base_url="http://127.0.0.1:{}/v1".format(port),
+                         api_key="sk-test", timeout=Timeout(read=30, **timeout), max_retries=0)
+
+
+@within(15)
+@pytest.mark.parametrize("how", ["abort", "run-abort", "deadline"])
+def test_a_connect_that_hangs_ends_at_abort_or_the_deadline(unanswered, how):
+    """abort() (the stream's, a run's) and the total deadline waited for the whole connect timeout (30 s here):
+    the socket being connected had no owner anyone could shut down.  The call ends within a second."""
+    client = hanging_client(unanswered, total=0.5 if how == "deadline" else None)
+    elapsed, ended = ended_after(client, how)
+    assert elapsed < 1.5, elapsed  # (0.5 s to the abort or the deadline, then within a second)
+    if how == "run-abort":
+        assert ended.stop == "aborted"
+    elif how == "abort":
+        assert (ended.aborted, ended.deadline, ended.retryable) == (True, False, False)
+    else:
+        assert (ended.aborted, ended.deadline, ended.retryable) == (False, True, False)
+
+
+def ended_after(client, how):
+    """(seconds, how it ended) of a call of ``client`` (a stream, or a run with ``how`` "run-abort": its
+    RunResult, else the TransportError the stream raised), aborted 0.5 s on when ``how`` ends with "abort"."""
+    stream = client.run([USER], tools=[]) if how == "run-abort" else client.streaming_response([USER])
+    timer = threading.Timer(0.5, stream.abort if how.endswith("abort") else (lambda: None))
+    timer.start()
+    started = time.monotonic()
+    try:
+        if how == "run-abort":
+            result = stream.result()
+            return time.monotonic() - started, result
+        with pytest.raises(TransportError) as info:
+            list(stream)
+        return time.monotonic() - started, info.value
+    finally:
+        timer.cancel()
+        timer.join()
+
+
+@pytest.fixture
+def silent_resolver(monkeypatch):
+    """socket.getaddrinfo that never answers for the name ``llm.test`` (until the test ends): a stub resolver
+    that hangs.  Yields the list of the names it was asked for."""
+    import socket
+
+    real = socket.getaddrinfo
+    asked = []
+    release = threading.Event()
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host == "llm.test":
+            asked.append(host)
+            release.wait(60)
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    try:
+        yield asked
+    finally:
+        release.set()
+        for thread in threading.enumerate():
+            if thread.name == "agenthub-resolve":
+                thread.join(5)
+
+
+@within(15)
+@pytest.mark.parametrize("how", ["connect-timeout", "deadline", "abort", "run-abort"])
+def test_a_host_name_that_does_not_resolve_is_bounded(silent_resolver, how):
+    """requests resolves the host name with no timeout at all: a resolver that did not answer held the call
+    past its connect timeout, its deadline and abort().  Now each ends it within a second, and the calls
+    meanwhile share the one lookup under way (no thread per call)."""
+    timeout = {"connect": 0.5} if how == "connect-timeout" else {"connect": 30}
+    if how == "deadline":
+        timeout["total"] = 0.5
+    client = AutoLLMClient("test-model", client_type="openai-chat", base_url="http://llm.test/v1", api_key="sk-test",
+                           timeout=Timeout(read=30, **timeout), max_retries=0)
+    for attempt in range(2):
+        elapsed, error = ended_after(client, how)
+        assert elapsed < 1.5, elapsed
+        if how == "run-abort":
+            assert error.stop == "aborted"
+            continue
+        flags = (error.aborted, error.deadline, error.timeout, error.retryable)
+        if how == "connect-timeout":
+            assert flags == (False, False, True, True)
+            assert str(error) == ("openai-chat: POST http://llm.test/v1/chat/completions failed: no connection "
+                                  "within 0.5s (connect timeout)")
+        elif how == "deadline":
+            assert flags[:2] == (False, True) and error.retryable is False
+        else:
+            assert flags[:2] == (True, False) and error.retryable is False
+    assert silent_resolver == ["llm.test"]  # one lookup, shared by both calls

@@ -105,3 +105,54 @@ def test_a_cause_that_echoes_a_secret_is_dropped():
     assert transport._safe_cause(outer, request) is None
     plain = OSError("refused")
     assert transport._safe_cause(plain, request) is plain
+
+
+def test_a_netrc_credential_is_never_sent_nor_shown(monkeypatch, tmp_path, caplog):
+    """requests reads ~/.netrc when a request carries no Authorization of its own (Anthropic's x-api-key,
+    Gemini's x-goog-api-key): it added ``Authorization: Basic <netrc login:password>``, a credential the
+    caller never gave agenthub and which no scrub list held, so a server echoing it put it in the error,
+    the log, the trace and the recording.  agenthub's requests do not read ~/.netrc (the proxies of the
+    environment still apply)."""
+    import base64
+    import json
+    import os
+
+    from agenthub.testing import record_session
+    from faultserver import send, status
+
+    home = tmp_path / "home"
+    home.mkdir()
+    netrc = home / ".netrc"
+    netrc.write_text("machine 127.0.0.1 login netrc-user password netrc-pass-5f3a9\n")
+    os.chmod(str(netrc), 0o600)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("NETRC", raising=False)
+    basic = base64.b64encode(b"netrc-user:netrc-pass-5f3a9").decode("ascii")
+    secrets = ("netrc-pass-5f3a9", basic)
+
+    def echo(request):  # an error page that repeats the Authorization it was sent
+        said = request.headers.get("authorization", "none")
+        body = json.dumps({"type": "error", "error": {"type": "authentication_error", "message": "got " + said}})
+        return [status(401, {"Content-Type": "application/json"}, "length"), send(body)]
+
+    cassette = tmp_path / "cassette"
+    session = record_session(str(cassette))
+    with FaultServer(default=echo) as server:
+        client = AutoLLMClient("claude-test", client_type="anthropic", base_url=server.url, api_key="sk-ant-key-1",
+                               session=session, max_retries=0)
+        caplog.set_level(logging.DEBUG, logger="agenthub")
+        with pytest.raises(Exception) as info:
+            list(client.streaming_response([{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}],
+                                           {"trace_id": "netrc-check"}))
+        session.close()
+    assert [r.headers.get("authorization") for r in server.requests] == [None]
+    assert str(info.value).startswith("got none; ")
+    shown = [str(info.value), repr(info.value), "".join(traceback.format_exception(
+        type(info.value), info.value, info.value.__traceback__)), caplog.text]
+    for folder in (str(cassette), os.environ["AGENTHUB_HOME"]):
+        for root, _, names in os.walk(folder):
+            for name in names:
+                with open(os.path.join(root, name), "rb") as handle:
+                    shown.append(handle.read().decode("utf-8", "replace"))
+    assert any("netrc-check" in text or "got none" in text for text in shown[4:])  # the trace, the recording
+    assert not [text for text in shown if any(secret in text for secret in secrets)]

@@ -273,3 +273,59 @@ def test_a_replayed_run_says_what_its_cut_attempts_were_counted_as_the_uninterru
                                                    run_id="cut-1").result()
         assert server.requests == []
     assert (again.replayed_turns, again.cost_usd, again.cut_usd) == (1, live.cost_usd, None)
+
+
+def _headers_fingerprint(model, messages, tools, config):
+    """The fingerprint agenthub wrote in a journal's header before ceee8f2 ("the fingerprint leaves out the headers
+    of config['mcp_servers']", ``git log -p agenthub/agent/journal.py``): the MCP servers' headers in it."""
+    import hashlib
+
+    kept = {k: v for k, v in config.items() if k not in ("extra_headers", "trace_id") and k != "tools"}
+    text = json.dumps([1, model, list(messages), list(tools), kept], sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("stateful", [False, True])
+def test_a_journal_written_before_the_mcp_headers_left_the_fingerprint_is_still_this_run(monkeypatch, stateful):
+    """A journal whose header holds the fingerprint of the format before (the MCP servers' headers digested with
+    the rest) was refused as another run by every resume since, the same headers given again included.  It is
+    this run when that older fingerprint is the one the run's own config gives; other servers still are not."""
+    from agent_streams import responses_text
+    from agenthub.agent import journal as journal_module
+
+    real = journal_module.fingerprint
+    given = []
+    monkeypatch.setattr(journal_module, "fingerprint", lambda *args: given.append(args) or real(*args))
+    store = MemoryStore()
+
+    def config(token, url="https://mcp.example.com/mcp"):
+        return {"mcp_servers": [{"url": url, "name": "docs", "headers": {"Authorization": "Bearer " + token}}]}
+
+    with SSEServer() as server:
+        server.answers.append(Answer([responses_text("Done.")]))
+        client = AutoLLMClient("gpt-5.5", api_key="k-entries", base_url=server.url + "/v1",
+                               client_type="openai-responses", max_retries=0)
+
+        def run(cfg):
+            if stateful:
+                client.clear_history()
+                return client.run_stateful(USER, tools=[look_up], config=cfg, journal=store, run_id="mcp-old")
+            return client.run([USER], tools=[look_up], config=cfg, journal=store, run_id="mcp-old")
+
+        assert run(config("token-one")).result().stop == "done"
+        # the journal as an agenthub of before wrote it: the same entries under the older header
+        entries = [json.loads(text) for text in store.journal_entries("mcp-old")]
+        assert entries[0]["fingerprint"] == real(*given[0])
+        entries[0]["fingerprint"] = _headers_fingerprint(*given[0])
+        assert entries[0]["fingerprint"] != real(*given[0])
+        assert store.journal_forget("mcp-old")
+        assert store.journal_claim("mcp-old", "old-agenthub") is None
+        store.journal_append_many("mcp-old", "old-agenthub", 0, [json.dumps(entry) for entry in entries])
+        store.journal_release("mcp-old", "old-agenthub")
+        again = run(config("token-one")).result()
+        assert (again.stop, again.replayed_turns, len(server.requests)) == ("done", 1, 1)
+        for other in (config("token-one", "https://other.example.com/mcp"), config("token-two")):
+            with pytest.raises(JournalError) as caught:  # (a renewed token: the older digest cannot tell it)
+                run(other)
+            assert caught.value.reason == "mismatch" and len(server.requests) == 1

@@ -181,3 +181,32 @@ def test_two_calls_of_one_turn_with_the_same_arguments_that_timed_out_hold_a_rep
         head.format("c1") + " and still runs; it may still complete (pay_twice is not safe to repeat)",
         head.format("c1") + " and still runs; it may still complete (pay_twice is not safe to repeat)",
         head.format("c1") + ", then returned: paid 30 (c1); " + head.format("c2") + ", then returned: paid 30 (c2)"]
+
+
+def test_two_journaled_timed_out_calls_with_the_same_arguments_are_both_named_after_a_kill(store_url):
+    """pay(30) twice in one turn (c1, c1b), both timed out and journaled unsettled, then the process was killed:
+    the journal's ``unsettled()`` kept one call id per (tool, arguments), so the resumed run named c1b alone
+    (c1, whose payment may as well have gone through, was forgotten).  Both are named now."""
+    journal = store_url
+    two = CHILD.replace('print("after", call["tool_call_id"], flush=True)\n        time.sleep(60)',
+                        'print("after", call["tool_call_id"], flush=True)\n'
+                        '        if call["tool_call_id"] == "c1b":\n            time.sleep(60)')
+    # (two threads print here: one write each, whole lines, never "pay 30pay" as print's pieces interleave on 3.8)
+    two = two.replace('print("pay", amount, flush=True)', 'sys.stdout.write("pay %d\\n" % amount); sys.stdout.flush()')
+    two = two.replace('print("after", call["tool_call_id"], flush=True)',
+                      'sys.stdout.write("after %s\\n" % call["tool_call_id"]); sys.stdout.flush()')
+    assert two.count("sys.stdout.write") == 2
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}'), ("c1b", "pay", '{"amount": 30}')])]),
+                           Answer([chat_calls([("c2", "pay", '{"amount": 30}')])]),
+                           Answer([chat_text("I could not tell whether they went through.")])]
+        env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, PYTHONPATH=ROOT)
+        printed = killed_after(two, [ROOT], env, 4)
+        assert sorted(printed) == ["after c1\n", "after c1b\n", "pay 30\n", "pay 30\n"]
+        result = client_for(server).run([USER], tools=[pay], journal=journal, run_id="pay-t",
+                                        journal_wait=10).result()
+    assert (result.stop, result.replayed_turns, result.replayed_results, ran) == ("done", 1, 2, [])
+    assert tool_messages(server)[-1] == [
+        {"role": "tool", "tool_call_id": "c2", "content": "not run: calls c1, c1b of pay with the same arguments "
+                                                          "timed out and their outcome is unknown (the process "
+                                                          "running them stopped); pay is not safe to repeat"}]

@@ -334,3 +334,30 @@ def test_an_event_restarts_the_events_clock_and_none_means_no_limit(monkeypatch)
     assert [e.data for e in iter_events(_clocked(monkeypatch, list(body)), 1024, 2.5)] == ["1", "2", "3"]
     assert [e.data for e in iter_events(_clocked(monkeypatch, body * 50), 1024)] == ["1", "2", "3"] * 50
     assert [e.data for e in iter_events(_clocked(monkeypatch, body * 50), 1024, None)] == ["1", "2", "3"] * 50
+
+
+@pytest.mark.parametrize("framing", [iter_events, iter_event_data])
+def test_keepalive_events_do_not_restart_the_events_clock(monkeypatch, framing):
+    """Anthropic's ``ping`` is an SSE event but no content: a body of only pings restarted the events clock
+    at each one and was held for ever.  Named as keep-alives, they are handed on (the parser skips them) and
+    count as reads that completed no event; any other event restarts the clock."""
+    ping = b'event: ping\ndata: {"type": "ping"}\n\n'
+    chunks = _clocked(monkeypatch, [b"event: message_start\ndata: {}\n\n"] + [ping] * 5 + [b"data: never\n\n"])
+    got = []
+    with pytest.raises(TransportError) as caught:
+        for frame in framing(chunks, 1024, 2.5, "anthropic", keepalives=("ping",)):
+            got.append(frame)
+    names = [getattr(f, "event", None) or f[0] for f in got]
+    assert names == ["message_start", "ping", "ping", "ping"]  # the clock: 0 at the first ping, 3 at the 4th
+    assert str(caught.value) == ("anthropic: no SSE event for 2.5s, only comments or keep-alive bytes (the events "
+                                 "timeout: Timeout(events=...))")
+    assert (caught.value.timeout, caught.value.retryable) == (True, True)
+    # a ping in the same read as a comment, a ping split across reads, then a real event: it restarts the clock
+    body = [b": x\n\n" + ping, ping[:9], ping[9:], b"event: content_block_delta\ndata: {}\n\n", ping, ping, ping,
+            b"data: {}\n\n"]
+    frames = list(framing(_clocked(monkeypatch, body), 1024, 2.5, "anthropic", keepalives=("ping",)))
+    assert [getattr(f, "event", None) or f[0] for f in frames] == ["ping", "ping", "content_block_delta", "ping",
+                                                                   "ping", "ping", "message"]
+    # without keepalives a ping is an event like any other (the default: nothing changes for other wires)
+    frames = list(framing(_clocked(monkeypatch, [ping] * 20), 1024, 2.5, "anthropic"))
+    assert len(frames) == 20

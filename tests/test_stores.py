@@ -427,6 +427,8 @@ def test_a_redis_that_goes_away_mid_run_is_a_typed_error_and_nothing_is_sent():
         assert sum(server.counts.values()) == 1  # the second call was never sent
         with pytest.raises(StoreError):
             Budget(1.0, store=url)  # opening one is refused too, before anything is sent
+        client.budget.store.close()  # (what it may still owe, tried once more and let go: no retry left running)
+        client.limiter.store.close()
 
 
 @needs_redis_server

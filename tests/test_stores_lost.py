@@ -160,3 +160,68 @@ def test_one_lease_thread_serves_a_flow_of_holds_and_ends_after(server, monkeypa
         (r.key, sorted(r._ids), sorted(r._later)) for r in leases.renewers]
     for budget in budgets:
         budget.store.close()
+
+
+def test_closing_the_store_ends_the_retries_of_a_settlement_it_did_not_take(server, monkeypatch, caplog):
+    """A settlement Redis did not take (the server went away) is retried by the process's lease thread, each round,
+    for up to a day.  Once its owner closed the budget's store, the thread kept reconnecting to it all that time (a
+    thread and a retry loop nobody could end: the leftover the one-renewer test above met in CI).  Closing the store
+    tries what it still owes once more, then lets it go: said in the log, the hold left to expire (its worst case
+    counted, as for any hold whose request never settled)."""
+    import agenthub.budget
+    import agenthub.stores.base as base
+
+    leases = base._Leases()
+    monkeypatch.setattr(base, "_LEASES", leases)
+    monkeypatch.setattr(agenthub.budget, "LEASE_SECONDS", 3.0)
+    budget = Budget(1.0, store=server.url + "?timeout=1", key="closed")
+    hold = budget.reserve("deepseek-v4-flash", 1000, 100)
+    server.stop()
+    with pytest.raises(StoreError) as info:
+        hold.settle({"input_tokens": 1000, "output_tokens": 100, "cache_read_tokens": 0, "cache_write_tokens": 0})
+    assert info.value.retryable is True
+    assert budget._leases._ids == {hold.hold_id} and list(budget._leases._later) == [hold.hold_id]
+    with caplog.at_level(logging.WARNING, logger="agenthub.stores"):
+        budget.store.close()
+    assert (budget._leases._ids, budget._leases._later) == (set(), {})
+    thread = leases.thread
+    if thread is not None:
+        thread.join(10)  # it lingers one renewal period (1 s here), then ends
+    assert leases.thread is None and not (thread is not None and thread.is_alive())
+    messages = [r.getMessage() for r in caplog.records if r.name == "agenthub.stores" and "budget 'c" in r.getMessage()]
+    assert messages == ["budget 'closed': 1 settlement the store did not take was let go when the store was closed "
+                        "(its hold expires and counts its worst case)"]
+
+
+def test_closing_the_store_settles_what_it_owes_when_it_answers_again(server, monkeypatch):
+    """The store answers again by the time it is closed (a blip): the settlement owed is done then, not dropped."""
+    import agenthub.budget
+    import agenthub.stores.base as base
+
+    leases = base._Leases()
+    monkeypatch.setattr(base, "_LEASES", leases)
+    monkeypatch.setattr(agenthub.budget, "LEASE_SECONDS", 6.0)  # (the thread's first round 2 s on: after the close)
+    budget = Budget(1.0, store=server.url + "?timeout=1", key="blip")
+    store = budget.store
+    hold = budget.reserve("deepseek-v4-flash", 1000, 100)
+    real = store.budget_finish
+
+    def cut(*args):
+        raise StoreError("the store is unreachable", retryable=True)
+
+    store.budget_finish = cut
+    with pytest.raises(StoreError):
+        hold.settle({"prompt_tokens": 1000, "cached_tokens": 0, "thoughts_tokens": 0, "response_tokens": 10})
+    store.budget_finish = real
+    assert store.budget_totals("blip")[1:] == (hold.needed_usd, 0)  # held, not settled
+    store.close()
+    assert (budget._leases._ids, budget._leases._later) == (set(), {})
+    again = open_store(server.url)
+    try:
+        spent, held, requests = again.budget_totals("blip")
+        assert (held, requests) == (0.0, 1) and 0 < spent < hold.needed_usd
+    finally:
+        again.close()
+    thread = leases.thread
+    if thread is not None:
+        thread.join(10)

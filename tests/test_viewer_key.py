@@ -127,7 +127,11 @@ def test_a_one_time_code_opens_the_session_once(keyed):
     is (a redirect that drops it, the session cookie), once; a code spent, lapsed or made up is a 401."""
     code = one_time_code(keyed)
     status, headers, body = _get(keyed, "/trace/agent/run1?code=" + code + "&x=1")
-    assert (status, headers["Location"]) == (303, "/trace/agent/run1?x=1") and code.encode() not in body
+    # (a page of the viewer's own that goes on, not a redirect: the code comes from a file's page, another site,
+    # and a browser sends no SameSite=Strict cookie on a redirect that carries that origin on)
+    assert (status, "Location" in headers) == (200, False) and code.encode() not in body
+    assert body == (b'<!doctype html><meta http-equiv="refresh" content="0;url=/trace/agent/run1?x=1"><title>agenthub '
+                    b'trace viewer</title><a href="/trace/agent/run1?x=1">Continue</a>\n')
     _session_cookie(keyed, headers)
     status, _, body = _get(keyed, "/trace/agent/run1?code=" + code)
     assert status == 401 and b"secret plan" not in body  # spent
@@ -154,20 +158,26 @@ def test_with_a_key_any_host_name_is_answered(keyed):
     assert status == 401 and b"secret plan" not in body
 
 
-def test_open_puts_a_one_time_code_on_the_browsers_command_line_never_the_key(tmp_path):
+def test_open_puts_neither_the_key_nor_a_code_on_the_browsers_command_line(tmp_path):
     """``agenthub trace view --key-env NAME --open`` ran the browser with ``?key=<the key>`` in its arguments
-    (``ps`` shows them to every user of the machine).  A real process, with $BROWSER a script that writes down
-    the arguments it was started with: they hold a code, taken once, and never the key."""
+    (``ps`` shows them to every user of the machine), then with ``?code=<a one-time code>``: good until taken, there
+    for a minute to any user who looked first.  Now the browser is given a page (a file of mode 0600) that sends the
+    code on.  A real process, with $BROWSER a script that writes down its own /proc/self/cmdline: neither the key nor
+    the code is in it; the page opens the session once, and is removed when the viewer stops."""
     import json
+    import re
     import select
     import signal
+    import stat
     import time
-    from urllib.parse import urlsplit
+    from urllib.parse import unquote, urlsplit
 
     save_trace("agent/run1", "demo-model", HISTORY, {}, root=str(tmp_path))
     argv_file = tmp_path / "browser-argv.json"
     browser = tmp_path / "browser.py"
-    browser.write_text("import json, sys\nopen({!r}, 'w').write(json.dumps(sys.argv))\n".format(str(argv_file)))
+    browser.write_text("import json, sys\nwith open('/proc/self/cmdline', 'rb') as f:\n    line = f.read()\n"
+                       "open({!r}, 'w').write(json.dumps([sys.argv, line.decode('utf-8', 'replace')]))\n".format(
+                           str(argv_file)))
     env = dict(os.environ, PYTHONPATH=ROOT, VIEWER_KEY=KEY, BROWSER="{} {} %s".format(sys.executable, browser))
     child = subprocess.Popen([sys.executable, "-m", "agenthub", "trace", "view", str(tmp_path), "--key-env",
                               "VIEWER_KEY", "--port", "0", "--open"], cwd=str(tmp_path), env=env,
@@ -181,16 +191,23 @@ def test_open_puts_a_one_time_code_on_the_browsers_command_line_never_the_key(tm
         while not argv_file.exists() or not argv_file.read_text():
             assert time.monotonic() < deadline, "the browser was never started"
             time.sleep(0.05)
-        argv = json.loads(argv_file.read_text())
-        [url] = argv[1:]
-        assert KEY not in " ".join(argv)
+        argv, cmdline = json.loads(argv_file.read_text())
+        [opened] = argv[1:]
+        assert opened.startswith("file://") and opened.endswith(".html") and "code" not in opened
+        page_path = unquote(urlsplit(opened).path)
+        assert stat.S_IMODE(os.stat(page_path).st_mode) == 0o600
+        with open(page_path, encoding="utf-8") as handle:
+            page = handle.read()
+        url = re.search(r'content="0;url=([^"]+)"', page).group(1).replace("&amp;", "&")
         parts = urlsplit(url)
-        assert parts.path == "/" and parts.query.startswith("code=") and len(parts.query) > 30
+        code = parts.query[len("code="):]
+        assert parts.path == "/" and parts.query.startswith("code=") and len(code) > 30
+        assert KEY not in cmdline and code not in cmdline and opened in cmdline
 
         class Port(object):
             server_address = ("127.0.0.1", parts.port)
         status, headers, _ = _get(Port, "/?" + parts.query)
-        assert (status, headers["Location"]) == (303, "/")
+        assert status == 200
         name, _, session = headers["Set-Cookie"].split(";")[0].partition("=")
         assert name == "agenthub_viewer_{}".format(parts.port) and KEY not in session and len(session) >= 40
         status, _, body = _get(Port, "/trace/agent/run1", {"Cookie": name + "=" + session})
@@ -199,6 +216,7 @@ def test_open_puts_a_one_time_code_on_the_browsers_command_line_never_the_key(tm
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=60)
         assert (child.returncode, err) == (0, b"")
+        assert not os.path.exists(page_path)
     finally:
         if child.poll() is None:
             child.kill()

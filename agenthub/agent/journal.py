@@ -54,7 +54,8 @@ from ..stores.journal import JOURNAL_LEASE
 from ..stream import surrogates_escaped
 from ..types import from_jsonable_exact, to_jsonable  # the one {"__bytes__"} codec (its escape too)
 
-__all__ = ["Journal", "JournalError", "RunLockedError", "RunJournal", "FORMAT", "fingerprint", "idempotency_key",
+__all__ = ["Journal", "JournalError", "RunLockedError", "RunJournal", "FORMAT", "fingerprint", "fingerprints",
+           "idempotency_key",
            "replay_events"]
 
 #: the format of the entries this agenthub writes and reads (a journal of another format is refused)
@@ -348,8 +349,21 @@ def fingerprint(model: str, messages: Sequence[Any], tools: Sequence[Any], confi
     return hashlib.sha256(_canonical([FORMAT, model, list(messages), list(tools), kept]).encode()).hexdigest()
 
 
+def fingerprints(model: str, messages: Sequence[Any], tools: Sequence[Any], config: Mapping[str, Any]) -> List[str]:
+    """``fingerprint``, then, when ``config["mcp_servers"]`` holds headers, the digest a journal written before
+    they were left out holds for this run (the headers digested with the rest): a header holding either is this
+    run's.  (A journal of that time whose headers were renewed since cannot be told from another run's.)"""
+    prints = [fingerprint(model, messages, tools, config)]
+    servers = config.get("mcp_servers")
+    if isinstance(servers, (list, tuple)) and any(isinstance(s, Mapping) and "headers" in s for s in servers):
+        kept = {k: v for k, v in config.items() if k not in _UNFINGERPRINTED and k != "tools"}
+        prints.append(hashlib.sha256(_canonical([FORMAT, model, list(messages), list(tools), kept]).encode())
+                      .hexdigest())
+    return prints
+
+
 def stateful_start(header: Mapping[str, Any], entries: Sequence[Mapping[str, Any]], history: Sequence[Any],
-                   message: Any, print_of: Callable[[List[Any]], str]) -> Optional[Tuple[List[Any], Any]]:
+                   message: Any, print_of: Callable[[List[Any]], List[str]]) -> Optional[Tuple[List[Any], Any]]:
     """Where a stateful run began in a client's ``history`` that holds its progress since (the same client
     resuming it, ``message`` None or the run's own message again): (the history before the run, its message)
     when the header's ``start`` (the history's length then, whether a message came) gives a conversation of the
@@ -381,7 +395,7 @@ def stateful_start(header: Mapping[str, Any], entries: Sequence[Mapping[str, Any
         return None
     for first in candidates:
         seen = list(history[:count]) + ([first] if first is not None else [])
-        if print_of(seen) == header.get("fingerprint"):
+        if header.get("fingerprint") in print_of(seen):  # (``print_of``: the fingerprints that are this run's)
             return list(history[:count]), first
     return None
 
@@ -938,14 +952,15 @@ class RunJournal(object):
             self.journal._kept = []
         self.journal.close()
 
-    def unsettled(self) -> Dict[Tuple[str, str], str]:
+    def unsettled(self) -> Dict[Tuple[str, str], List[str]]:
         """The calls journaled as timed out and maybe still taking effect (results ``unsettled``), whose outcome a
-        resumed run cannot learn: (tool name, arguments digest) -> call id."""
-        out = {}  # type: Dict[Tuple[str, str], str]
+        resumed run cannot learn: (tool name, arguments digest) -> their call ids, every one (two calls of one
+        turn with the same arguments may both have timed out)."""
+        out = {}  # type: Dict[Tuple[str, str], List[str]]
         for key, entry in self.replay.results.items():
             started = self.replay.started.get(key)
             if entry.get("unsettled") is True and started is not None:
-                out[(str(started.get("name")), str(started.get("digest")))] = key[1]
+                out.setdefault((str(started.get("name")), str(started.get("digest"))), []).append(key[1])
         return out
 
     def interrupted_ids(self) -> List[str]:

@@ -1174,7 +1174,7 @@ class Run(object):
                                (before, message) if stateful else None)  # type: ignore[possibly-undefined]
             unknown = self._journal.unsettled()  # calls that timed out in the process that ran the run before
             if unknown:
-                self._unsettled = {key: [(call_id, None)] for key, call_id in unknown.items()}
+                self._unsettled = {key: [(call_id, None) for call_id in ids] for key, ids in unknown.items()}
         try:
             if self._rewind is not None:  # the client's history holds the run's own progress: resumed from its start
                 if self._first is not None:
@@ -1280,20 +1280,27 @@ class Run(object):
                       messages: Sequence[Any], stateful: Optional[Tuple[List[Any], Any]] = None) -> None:
         """``stateful``: (the client's history, the message given): the run's start goes in a new journal's
         header, and a journal whose run started earlier in this history resumes from there (``_rewind``)."""
-        from .journal import RunJournal, fingerprint, stateful_start
+        from .journal import RunJournal, fingerprints, stateful_start
 
         tools = self._config.get("tools") or []
         kept = {k: v for k, v in self._config.items() if k != "tools"}
         model = getattr(self._client, "model", "")
-        print_ = fingerprint(model, list(messages), list(tools), kept)
+        prints = fingerprints(model, list(messages), list(tools), kept)
+        print_ = prints[0]
+
+        def older(header: Mapping[str, Any], entries: List[Dict[str, Any]]) -> bool:
+            return header.get("fingerprint") in prints[1:]  # (a journal written before: its fingerprint of the run)
+
         if stateful is None:
-            self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait)
+            self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait, same=older)
             return
         before, message = stateful
 
         def same(header: Mapping[str, Any], entries: List[Dict[str, Any]]) -> bool:
+            if older(header, entries):
+                return True
             self._rewind = stateful_start(header, entries, before, message,
-                                          lambda seen: fingerprint(model, seen, list(tools), kept))
+                                          lambda seen: fingerprints(model, seen, list(tools), kept))
             return self._rewind is not None
 
         self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait, start=[len(before), message is not None],
@@ -2037,10 +2044,13 @@ class Run(object):
         if unsettled is None or held is None:
             return None
         head = "not run: call {} of {} with the same arguments timed out".format
-        for call_id, ticket in held:
-            if ticket is None:
-                return "{} and its outcome is unknown (the process running it stopped); {} is not safe to " \
-                       "repeat".format(head(call_id, name), name)
+        unknown = [call_id for call_id, ticket in held if ticket is None]
+        if len(unknown) == 1:
+            return "{} and its outcome is unknown (the process running it stopped); {} is not safe to " \
+                   "repeat".format(head(unknown[0], name), name)
+        if unknown:  # (each one named: any of them may have taken effect)
+            return "not run: calls {} of {} with the same arguments timed out and their outcome is unknown (the " \
+                   "process running them stopped); {} is not safe to repeat".format(", ".join(unknown), name, name)
         for call_id, ticket in held:  # (every one of them: while one still runs, a repeat may still take effect twice)
             if ticket.running:  # type: ignore[union-attr]
                 return "{} and still runs; it may still complete ({} is not safe to repeat)".format(head(call_id, name),

@@ -29,8 +29,10 @@ The cookie never holds the key: a browser sends a host's cookies to every port o
 server would read it there), so it holds a random session value this viewer made when it started (valid
 while it runs, nowhere else), under a name of this port's (``agenthub_viewer_<port>``: two viewers on
 one host keep their own).  ``one_time_code(server)`` makes a code for ``?code=<code>`` in place of the
-key (``agenthub trace view --open``: the browser's command line, which other users of the machine
-can read, never holds the key): taken once, within ``CODE_SECONDS``, it is answered as the key is.
+key (``agenthub trace view --open`` writes it in a page of mode 0600 that the browser opens: its command
+line, which other users of the machine can read, holds neither): taken once, within ``CODE_SECONDS``, it is
+answered as the key is, by a page of this viewer's that goes on (a redirect would carry the file's origin on,
+after which a browser sends no SameSite=Strict cookie).
 
 Bounds: a client's request line and headers must arrive whole within ``HEADER_TIMEOUT_SECONDS`` (else the
 connection is closed), each answer be taken within ``WRITE_TIMEOUT_SECONDS``, and at most ``MAX_CONNECTIONS``
@@ -176,9 +178,18 @@ class _Handler(BaseHTTPRequestHandler):
         if in_query or codes:  # the key leaves the address bar and the history: a session cookie from now on
             rest = urlencode([(name, value) for name, value in query if name not in ("key", "code")])
             location = quote("/" + parts.path.lstrip("/"), safe="/%") + ("?" + rest if rest else "")  # (no //host)
-            self._send(303, "text/plain; charset=utf-8", b"", [
-                ("Location", location),
-                ("Set-Cookie", "{}={}; HttpOnly; SameSite=Strict; Path=/".format(cookie, session.decode("ascii")))])
+            cookie_header = ("Set-Cookie", "{}={}; HttpOnly; SameSite=Strict; Path=/".format(
+                cookie, session.decode("ascii")))
+            if codes and not in_query:
+                # a code comes from the page ``--open`` wrote (a file: another site): a redirect would carry that
+                # origin on, and a browser does not send a SameSite=Strict cookie after it; a page of this
+                # viewer's own that goes on does
+                shown = location.replace("&", "&amp;").replace('"', "&quot;")
+                self._send(200, "text/html; charset=utf-8", '<!doctype html><meta http-equiv="refresh" content="0;'
+                           'url={0}"><title>agenthub trace viewer</title><a href="{0}">Continue</a>\n'.format(shown)
+                           .encode("utf-8"), [cookie_header])
+                return False
+            self._send(303, "text/plain; charset=utf-8", b"", [("Location", location), cookie_header])
             return False
         return True
 

@@ -256,12 +256,15 @@ class Protocol(object):
     ``count``: a ``Count`` (the token-count endpoint), None for none; ``compaction_format``: which
     compaction items it replays (``fidelity["format"]``: "openai", "anthropic"), None for none;
     ``max_inputs``: an embeddings protocol's most inputs in one request (``build_request`` refuses more,
-    ``AutoLLMClient.embed`` sends more as several requests), None for no limit.
+    ``AutoLLMClient.embed`` sends more as several requests), None for no limit;
+    ``keepalives``: the names of the SSE events that are the wire's keep-alives, not content (Anthropic's
+    ``ping``): they do not restart the ``Timeout.events`` clock.
     """
 
     __slots__ = ("name", "module", "build_request", "parse_stream", "framing", "parse_document", "quirk_keys",
                  "embeddings", "demo", "models_request", "parse_models", "error_from_body", "parse_payloads",
-                 "accepts", "chains_turns", "stored_answer", "resume", "count", "compaction_format", "max_inputs")
+                 "accepts", "chains_turns", "stored_answer", "resume", "count", "compaction_format", "max_inputs",
+                 "keepalives")
 
     def __init__(
         self,
@@ -285,6 +288,7 @@ class Protocol(object):
         count: Optional[Count] = None,
         compaction_format: Optional[str] = None,
         max_inputs: Optional[int] = None,
+        keepalives: Sequence[str] = (),
     ) -> None:
         if parse_document is None:
             raise TypeError("a Protocol needs parse_document (a whole JSON answer -> its parts)")
@@ -308,6 +312,7 @@ class Protocol(object):
         self.count = count
         self.compaction_format = compaction_format
         self.max_inputs = max_inputs
+        self.keepalives = tuple(keepalives)
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False,
              stamp: Optional[List[int]] = None, events_timeout: Optional[float] = None) -> Iterator[Any]:
@@ -325,8 +330,8 @@ class Protocol(object):
             raise StreamProtocolError("{}: expected one JSON document, got a stream".format(client), client=client)
         chunks = body.iter_chunks(stamp)
         if self.parse_payloads is not None and self.framing is iter_events:
-            return self.parse_payloads(data_payloads(iter_event_data(chunks, max_line_bytes, events_timeout, client)),
-                                       client)
+            return self.parse_payloads(data_payloads(iter_event_data(chunks, max_line_bytes, events_timeout, client,
+                                                                     self.keepalives)), client)
         return self.parse_stream(self.frames(chunks, max_line_bytes, events_timeout, client), client)
 
     def frames(self, chunks: Iterable[bytes], max_line_bytes: int, events_timeout: Optional[float] = None,
@@ -335,7 +340,7 @@ class Protocol(object):
         ``events_timeout`` seconds, only comments and keep-alives (``Timeout.events``).  Other framings have
         no comments to keep a body alive without events (AWS event-stream) or bound it themselves."""
         if self.framing is iter_events:
-            return iter_events(chunks, max_line_bytes, events_timeout, client)
+            return iter_events(chunks, max_line_bytes, events_timeout, client, self.keepalives)
         return self.framing(chunks, max_line_bytes)
 
     def __repr__(self) -> str:

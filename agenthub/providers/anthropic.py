@@ -1500,4 +1500,5 @@ PROTOCOL = Protocol(
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
     accepts=("compaction", "mcp_servers"), count=Count(count_request, COUNT_FIELD), compaction_format="anthropic",
+    keepalives=("ping",),
 )

@@ -18,6 +18,7 @@ A store keeps three kinds of rows, each under a caller's ``key`` (rows of differ
 functions of a row and the time); ``RedisStore`` runs the same steps as Lua scripts on the server.
 """
 
+import logging
 import math
 import os
 import re
@@ -152,7 +153,7 @@ class Store(object):
         raise NotImplementedError
 
     def close(self) -> None:
-        pass
+        let_go(self)
 
     def __enter__(self) -> "Store":
         return self
@@ -426,6 +427,37 @@ class _Leases(object):
 _LEASES = _Leases()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_LEASES.reset)
+
+_logger = logging.getLogger("agenthub.stores")
+
+
+def let_go(store: Any) -> None:
+    """``store`` is being closed (its owner is done with it): the settlements it did not take, which the lease thread
+    would try each round for up to a day (``settle_later``), are tried once more now, and then let go: a store that
+    still does not answer leaves those holds to expire and count their worst case (said in the log, once per budget).
+    After the first try that finds it unreachable, the others are let go without waiting each its own timeout."""
+    owed = []  # type: List[Tuple[Any, str, Tuple[float, Optional[float], float]]]
+    with _LEASES.cond:
+        for renewer in list(_LEASES.renewers):
+            if renewer.store is store and renewer._pid == os.getpid():
+                owed.extend((renewer, hold_id, entry) for hold_id, entry in list(renewer._later.items()))
+    left = {}  # type: Dict[str, int]
+    reachable = True
+    for renewer, hold_id, (needed, actual, _) in owed:
+        if reachable:
+            try:
+                store.budget_finish(renewer.key, hold_id, needed, actual)
+            except Exception as exc:  # noqa: BLE001 - closing never raises
+                if not (isinstance(exc, AgentHubError) and not getattr(exc, "retryable", False)):
+                    reachable = False  # (refused for good: let go, as the lease thread does)
+        if not reachable:
+            left[renewer.key] = left.get(renewer.key, 0) + 1
+        renewer.discard(hold_id)
+    for key, count in sorted(left.items()):
+        _logger.warning("budget %r: %s the store did not take %s let go when the store was closed (%s)", key,
+                        "1 settlement" if count == 1 else "{} settlements".format(count),
+                        "was" if count == 1 else "were", "its hold expires and counts its worst case" if count == 1
+                        else "their holds expire and count their worst case")
 
 
 class Renewer(object):

@@ -33,7 +33,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from .._redact import redact_url, shown_url
 from ..errors import ConfigError
-from .base import SCHEMA_VERSION, Store, StoreError
+from .base import SCHEMA_VERSION, Store, StoreError, let_go
 from .journal import check_entries, lost_lease
 
 __all__ = ["RedisStore", "parse_redis_url", "lua_source"]
@@ -231,6 +231,7 @@ class RedisStore(Store):
         self.__init__(state["url"])  # type: ignore[misc]
 
     def close(self) -> None:
+        let_go(self)  # (what its budgets still owe: tried once more, then let go)
         with self._own_lock:
             own, self._own = self._own, []
             self._own_local = threading.local()

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .._redact import shown_url
 from ..errors import ConfigError
-from .base import SCHEMA_VERSION, StateStore, StoreError
+from .base import SCHEMA_VERSION, StateStore, StoreError, let_go
 from .files import check_folder, make_file
 from .journal import JOURNAL_LEASE, JournalRows, check_entries, lost_lease
 
@@ -161,7 +161,9 @@ class SQLiteStore(JournalRows, StateStore):
         return conn
 
     def close(self) -> None:
-        """Close every connection this store opened (any thread's); it reopens on the next use."""
+        """Close every connection this store opened (any thread's); it reopens on the next use.  What its budgets
+        still owe (settlements it did not take) is tried once more, then let go (``base.let_go``)."""
+        let_go(self)
         with self._lock:
             connections, self._connections = self._connections, []
             self._local = threading.local()
