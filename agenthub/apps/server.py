@@ -62,7 +62,9 @@ Each stream is read from the upstream by a thread of its own, which hands the en
 to the thread writing the response (``_Queue``: the writer takes all that queued up at once); that is what
 lets the writer send keep-alive comments while the upstream is silent.  What was read goes out at the latest
 ``GATHER_SECONDS`` after the write before it is done, whether or not the upstream sends more (no piece waits for the
-next one).  When the client goes away the WSGI server closes the response
+next one).  While the upstream sends faster than that, the pump, once a write is due, wakes the writer and waits
+until the write is done (at most ``PARK_SECONDS``): the two threads take turns instead of fighting for the
+interpreter lock.  When the client goes away the WSGI server closes the response
 (PEP 3333 ``close()``): the upstream stream is aborted, which releases its connection at once.
 ``max_concurrent_streams`` is per process (a gunicorn worker is one); a stream's slot is free when its
 response is closed, and at most ``MAX_QUEUED_BYTES`` of a stream wait for a slow client.
@@ -142,12 +144,14 @@ WIRE_HEADER = "HTTP_X_AGENTHUB_WIRE"
 #: estimated bytes of an items frame past which it is sent and the next one begun
 MAX_BATCH_BYTES = 1 << 16
 #: the writer writes at most once per this many seconds, what queued up since the last write: a burst goes out in
-#: a few writes, not one per event; what comes after a longer silence goes out at once (``_Body``)
-GATHER_SECONDS = 0.002
+#: a few writes, not one per event; what comes after a longer silence goes out at once (``_Body``).  Each write costs
+#: both processes a few context switches and system calls, so a burst's writes are few: a model writing a word
+#: every 10-50 ms has each word written as it comes
+GATHER_SECONDS = 0.005
 #: the longest the pump, having woken the writer for its write, waits for it to be back for more before it reads on
 #: (``_Queue.park``): a write to a client that reads takes microseconds; one that does not read, or a response the
 #: WSGI server does not iterate yet, does not hold the upstream's reading back
-PARK_SECONDS = 0.005
+PARK_SECONDS = 0.02
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _TOO_DEEP = ConfigError("the request body is nested too deeply")
 _DIGITS = re.compile(r"[0-9]{1,18}\Z")
@@ -947,7 +951,9 @@ class _Queue(object):
         self._bell.put(None)
 
     def park(self, timeout: float) -> bool:
-        """(The pump) wake the waiting writer and wait until it is back for more: whether it came in time."""
+        """(The pump) wake the waiting writer and wait until it is back for more, at most ``timeout`` seconds (a
+        client that does not read, or a response not iterated yet, does not hold the upstream's reading back):
+        whether it came back in time."""
         self.parked = True
         self.wake()
         try:
