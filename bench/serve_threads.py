@@ -14,7 +14,8 @@ response's writes (``_Body.__next__`` calls, counted by the server process).  (T
 ``--gather S``: the after side's server with ``GATHER_SECONDS`` set to S (an experiment).
 
 ``--strace``: the server under ``strace -f -c`` instead, ``--streams`` chat text streams: its system calls per
-stream (strace slows every call, so the threads' timing, and the count of writes, is not the native one).
+stream (strace slows every call, so the threads' timing, and the count of writes, is not the native one; the
+start-up's calls, the same on both sides, are spread over the streams).
 """
 
 import argparse
@@ -31,7 +32,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-SCENARIOS = (("text", "text-20000"), ("tool", "tool-1048576-20000"))
+from serve_ab import SCENARIOS  # noqa: E402  (the same streams)
+
 MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Write the file."}]}]
 
 _SERVER = r'''
@@ -68,12 +70,9 @@ for line in sys.stdin:
 
 
 def _config(port, protocols, scenarios=SCENARIOS):
-    rows = []
-    for protocol in protocols:
-        for label, scenario in scenarios:
-            rows.append({"id": "{}-{}".format(protocol, label), "model": "bench-model", "client_type": protocol,
-                         "api_key": "k", "max_retries": 0,
-                         "base_url": "http://127.0.0.1:{}/chunked/{}/{}".format(port, scenario, protocol)})
+    from serve_ab import bench_rows
+
+    rows = bench_rows(port, protocols, scenarios)
     handle, path = tempfile.mkstemp(suffix=".json", prefix="agenthub-bench-serve-threads-")
     with os.fdopen(handle, "w") as out:
         json.dump({"models": rows, "max_concurrent_streams": 16}, out)
