@@ -62,6 +62,17 @@ for line in sys.stdin:
 '''
 
 
+def bench_rows(port, protocols, scenarios=SCENARIOS):
+    """The server's config rows: one per protocol and scenario of bench/server.py on ``port``."""
+    rows = []
+    for protocol in protocols:
+        for label, scenario in scenarios:
+            rows.append({"id": "{}-{}".format(protocol, label), "model": "bench-model", "client_type": protocol,
+                         "api_key": "k", "max_retries": 0,
+                         "base_url": "http://127.0.0.1:{}/chunked/{}/{}".format(port, scenario, protocol)})
+    return rows
+
+
 class Side(object):
     """One tree: its server and its client process."""
 
@@ -105,12 +116,7 @@ def main():
     sides = {}
     try:
         port = int(upstream.stdout.readline().split()[1])
-        rows = []
-        for protocol in protocols:
-            for label, scenario in SCENARIOS:
-                rows.append({"id": "{}-{}".format(protocol, label), "model": "bench-model", "client_type": protocol,
-                             "api_key": "k", "max_retries": 0,
-                             "base_url": "http://127.0.0.1:{}/chunked/{}/{}".format(port, scenario, protocol)})
+        rows = bench_rows(port, protocols)
         folder = tempfile.mkdtemp(prefix="agenthub-bench-serve-ab-")
         config_path = os.path.join(folder, "server.json")
         with open(config_path, "w", encoding="utf-8") as handle:

@@ -14,6 +14,12 @@ to it (target <= 1.5x).
 ``--toggle``: quicker, one count per process instead of two: ``valgrind --tool=callgrind --instr-atstart=no``,
 instrumentation switched on (``callgrind_control -i on``) after the warm-up stream and off after one stream
 (the server's by the client driving it from outside valgrind).
+
+``--gather-scale N``: the server under valgrind with ``GATHER_SECONDS`` (and ``PARK_SECONDS``) N times longer.
+The writer writes once per ``GATHER_SECONDS`` while the upstream sends faster than that, and valgrind runs the
+server some 50 times slower than it runs natively: unscaled, a stream under valgrind is written in many times more
+writes than natively (each with its fixed cost), and the count depends on how fast valgrind ran.  ``50``
+brings the writes per stream near the native ones.
 """
 
 import argparse
@@ -54,8 +60,13 @@ def _server(config_path):
     """Serve until stdin closes (then shut down cleanly: valgrind prints its count at exit)."""
     import threading
 
+    from agenthub.apps import server as server_module
     from agenthub.apps.server import serve
 
+    scale = float(os.environ.get("SERVE_IR_GATHER_SCALE") or 1)  # (--gather-scale)
+    for name in ("GATHER_SECONDS", "PARK_SECONDS"):
+        if hasattr(server_module, name):
+            setattr(server_module, name, getattr(server_module, name) * scale)
     with open(config_path) as handle:
         config = json.load(handle)
     server, url = serve(config, port=0)
@@ -133,10 +144,13 @@ def main():
     parser.add_argument("--protocols", default="openai-chat,openai-responses,anthropic,gemini")
     parser.add_argument("--streams", default="text,tool")
     parser.add_argument("--sides", default="before,after")
+    parser.add_argument("--gather-scale", type=float, default=1.0,
+                        help="the server's GATHER_SECONDS (and PARK_SECONDS) times this under valgrind")
     parser.add_argument("--toggle", action="store_true", help="callgrind, one stream counted after a warm-up")
     args = parser.parse_args()
     global TOGGLE
     TOGGLE = args.toggle
+    os.environ["SERVE_IR_GATHER_SCALE"] = str(args.gather_scale)  # (read by the server worker under valgrind)
     upstream = subprocess.Popen([sys.executable, os.path.join(HERE, "server.py")], stdout=subprocess.PIPE)
     try:
         port = int(upstream.stdout.readline().split()[1])

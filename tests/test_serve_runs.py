@@ -723,3 +723,64 @@ def test_a_piece_goes_out_while_the_upstream_sends_nothing_more(wire):
         assert seen == ["Hello", ", world"]
     else:
         assert b"Hello" in seen[1] and b", world" in seen[2] and len(seen) == 4
+
+
+def test_the_writer_writes_while_the_pump_waits_for_it_in_a_burst(monkeypatch):
+    """Issue 41 item 4: in a burst the pump, once the writer's time has come, wakes it and waits (``parked``) until
+    the writer is back for more, its write done: the writer never has to win the interpreter lock from a pump
+    reading on.  Before, the writer slept GATHER_SECONDS and then waited for the lock, woken for nothing at each
+    read the pump made (hundreds of context switches a stream, and a write whose moment the scheduler picked).
+    The pump here never blocks, the interpreter switches threads at most once a minute and a park lasts until the
+    writer is back (however late a loaded machine runs it): every write but the first and the last (the end, which
+    the pump puts without waiting) is made with the pump parked, and the frames are the pieces' runs frames, in
+    order."""
+    import sys
+    import time
+
+    monkeypatch.setattr(server_module, "PARK_SECONDS", 60.0, raising=False)  # (raising=False: fails on its checks)
+    monkeypatch.setattr(server_module, "MAX_QUEUED_FRAMES", 10 ** 6)  # (no wait for room, which lets the lock go)
+
+    pieces = ["p{}\n".format(n) for n in range(20000)]
+    events = [_delta({"type": "text", "text": piece}) for piece in pieces]
+
+    class Stream(object):
+        def __iter__(self):
+            # (the first event once the writer waits for it: with threads switched once a minute, a writer that
+            # has not started waiting yet would run only after the whole stream was read)
+            for _ in range(3000):
+                if pump.queue.waiting:
+                    break
+                time.sleep(0.01)
+            return iter(events)
+
+        def close(self):
+            pass
+
+        def abort(self):
+            pass
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(60.0)
+    try:
+        pump = server_module._Pump(_App(), Stream(), "m", items=True, runs=True)
+        pump.start()
+        try:
+            assert server_module._waited(pump.queue, 30, None, pump)
+            body = server_module._Body(_App(), pump, pump.queue.get(False))
+            writes = []
+            for frame in body:
+                writes.append((getattr(pump.queue, "parked", False), frame))
+        finally:
+            pump.stop()
+            pump.thread.join(30)
+    finally:
+        sys.setswitchinterval(interval)
+    assert len(writes) >= 4, len(writes)
+    assert [parked for parked, _ in writes[1:-1]] == [True] * (len(writes) - 2)
+    assert writes[-1][1].endswith(b"data: [DONE]\n\n")
+    got = []
+    for _, frame in writes:
+        for line in frame.split(b"\n\n"):
+            if line.startswith(b"data: ~t"):
+                got.extend(line[8:].decode().replace("\x1bn", "\n").split("\x1bs"))
+    assert got == pieces

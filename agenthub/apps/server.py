@@ -62,7 +62,9 @@ Each stream is read from the upstream by a thread of its own, which hands the en
 to the thread writing the response (``_Queue``: the writer takes all that queued up at once); that is what
 lets the writer send keep-alive comments while the upstream is silent.  What was read goes out at the latest
 ``GATHER_SECONDS`` after the write before it is done, whether or not the upstream sends more (no piece waits for the
-next one).  When the client goes away the WSGI server closes the response
+next one).  While the upstream sends faster than that, the pump, once a write is due, wakes the writer and waits
+until the write is done (at most ``PARK_SECONDS``): the two threads take turns instead of fighting for the
+interpreter lock.  When the client goes away the WSGI server closes the response
 (PEP 3333 ``close()``): the upstream stream is aborted, which releases its connection at once.
 ``max_concurrent_streams`` is per process (a gunicorn worker is one); a stream's slot is free when its
 response is closed, and at most ``MAX_QUEUED_BYTES`` of a stream wait for a slow client.
@@ -143,8 +145,14 @@ WIRE_HEADER = "HTTP_X_AGENTHUB_WIRE"
 #: estimated bytes of an items frame past which it is sent and the next one begun
 MAX_BATCH_BYTES = 1 << 16
 #: the writer writes at most once per this many seconds, what queued up since the last write: a burst goes out in
-#: a few writes, not one per event; what comes after a longer silence goes out at once (``_Body``)
-GATHER_SECONDS = 0.002
+#: a few writes, not one per event; what comes after a longer silence goes out at once (``_Body``).  Each write costs
+#: both processes a few context switches and system calls, so a burst's writes are few: a model writing a word
+#: every 10-50 ms has each word written as it comes
+GATHER_SECONDS = 0.005
+#: the longest the pump, having woken the writer for its write, waits for it to be back for more before it reads on
+#: (``_Queue.park``): a write to a client that reads takes microseconds; one that does not read, or a response the
+#: WSGI server does not iterate yet, does not hold the upstream's reading back
+PARK_SECONDS = 0.02
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _TOO_DEEP = ConfigError("the request body is nested too deeply")
 _DIGITS = re.compile(r"[0-9]{1,18}\Z")
@@ -922,39 +930,72 @@ class AgentHubApp(object):
 class _Queue(object):
     """The pump's hand-off to the writer (one thread puts, one takes): ``queue.SimpleQueue``'s ``put``, ``get``,
     ``empty`` and ``qsize``, over a plain list the writer takes whole (``take``: what queued up, in one slice, not
-    one ``get`` per piece).  A writer with nothing to take waits (``wait``) with ``waiting`` set; the put that
-    finds it set wakes it.  The pump appends to ``items`` itself (``put`` inlined: the append, then ``wake`` if
-    ``waiting``).  Each list operation is atomic under the GIL and the pump only appends, so a slice taken and
-    deleted from the front loses nothing the pump adds meanwhile."""
+    one ``get`` per piece).  A writer with nothing to take, or whose next write is not due yet (``due``: the
+    monotonic time before which it writes nothing), waits (``wait``) with ``waiting`` set; a put that finds it set
+    once ``due`` has passed wakes it.  The pump appends to ``items`` itself (``put`` inlined: the append, then the
+    wake).  Each list operation is atomic under the GIL and the pump only appends, so a slice taken and deleted
+    from the front loses nothing the pump adds meanwhile.
 
-    __slots__ = ("items", "waiting", "_bell")
+    ``parked``: the pump, having woken the writer while it reads a burst, waits (on ``_ack``) until the writer is
+    back for more, its write done (``unpark``).  A writer woken while the pump runs has to win the interpreter
+    lock from it; the pump lets go of that lock at each read of its socket and takes it again at once, waking the
+    writer for nothing each time (hundreds of context switches a stream, and a write whose moment depended on
+    which thread the kernel ran first).  Parked, the pump holds no lock: the write happens now, and the pump reads
+    on after it."""
+
+    __slots__ = ("items", "waiting", "due", "parked", "_bell", "_ack")
 
     def __init__(self) -> None:
         self.items = []  # type: List[Any]
         self.waiting = False  # the writer waits for a put (set by it, cleared by the put that wakes it)
+        self.due = 0.0  # the writer's next write is not before this monotonic time (set by the writer)
+        self.parked = False  # the pump waits for the writer to be back for more (set by the pump, cleared by unpark)
         self._bell = queue.SimpleQueue()  # type: Any  # one token per wake (a stale one: one spurious look)
+        self._ack = queue.SimpleQueue()  # type: Any  # one token per unpark (a stale one: one short park)
 
     def put(self, item: Any) -> None:
         self.items.append(item)
-        if self.waiting:
+        if self.waiting and self.due <= time.monotonic():
             self.wake()
 
     def wake(self) -> None:
         self.waiting = False
         self._bell.put(None)
 
-    def wait(self, timeout: float) -> bool:
-        """Whether an item is queued, waiting for one at most ``timeout`` seconds."""
-        items = self.items
-        if items:
+    def park(self, timeout: float) -> bool:
+        """(The pump) wake the waiting writer and wait until it is back for more, at most ``timeout`` seconds (a
+        client that does not read, or a response not iterated yet, does not hold the upstream's reading back):
+        whether it came back in time."""
+        self.parked = True
+        self.wake()
+        try:
+            self._ack.get(True, timeout)
             return True
-        deadline = time.monotonic() + timeout
+        except queue.Empty:
+            self.parked = False
+            return False
+
+    def unpark(self) -> None:
+        """(The writer, back for more, or whoever ends the stream) a parked pump reads on."""
+        if self.parked:
+            self.parked = False
+            self._ack.put(None)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether an item is queued and the writer's time (``due``) has come, waiting for that at most ``timeout``
+        seconds (an item queued before ``due`` is answered at ``due``, whatever the pump does meanwhile)."""
+        items = self.items
+        now = time.monotonic()
+        if items and self.due <= now:
+            return True
+        deadline = now + timeout
         while True:
             self.waiting = True
-            if items:  # (put before the flag was set: it did not ring)
+            due = self.due
+            if items and due <= now:  # (put before the flag was set: it did not ring)
                 self.waiting = False
                 return True
-            left = deadline - time.monotonic()
+            left = (due if now < due < deadline else deadline) - now
             if left <= 0:
                 self.waiting = False
                 return bool(items)
@@ -962,7 +1003,8 @@ class _Queue(object):
                 self._bell.get(True, left)
             except queue.Empty:
                 pass
-            if items:
+            now = time.monotonic()
+            if items and due <= now:
                 self.waiting = False
                 return True
 
@@ -1071,7 +1113,9 @@ class _Pump(object):
         extend = queued.extend
         mode = _TEXT_PIECES  # the kind of the pieces queued last (a marker goes with the first of the other kind)
         encode = _encode_event
-        started = time.monotonic()
+        monotonic = time.monotonic
+        park_seconds = PARK_SECONDS
+        started = monotonic()
         outcome = "done"
         count = 0
         limit = MAX_QUEUED_FRAMES
@@ -1116,8 +1160,8 @@ class _Pump(object):
                             mode = piece
                             extend((piece, text))
                             frame_room -= 1  # (two items for one count)
-                        if hand_off.waiting:
-                            hand_off.wake()
+                        if hand_off.waiting and hand_off.due <= monotonic():
+                            hand_off.park(park_seconds)  # the writer's turn: it writes now, the pump reads on after
                         count += 1
                         if count > frame_room or put_bytes > byte_room:
                             frame_room, byte_room = self._room(count, put_bytes)
@@ -1128,7 +1172,9 @@ class _Pump(object):
                 frame = encode(_with_usage_extras(event, self._asked_tier()) if items and event["event_type"] == "stop"
                                else event)
                 put_bytes += len(frame)
-                put(frame)
+                append(frame)
+                if hand_off.waiting and hand_off.due <= monotonic():
+                    hand_off.park(park_seconds)
                 count += 1
                 if count > frame_room or put_bytes > byte_room:
                     frame_room, byte_room = self._room(count, put_bytes)
@@ -1194,6 +1240,7 @@ class _Pump(object):
         if not self.stopped:
             self.stopped = True
             self.stream.abort()
+        self.queue.unpark()
 
 
 class _Body(object):
@@ -1223,6 +1270,9 @@ class _Body(object):
         return self
 
     def __next__(self) -> bytes:
+        hand_off = self._pump.queue
+        if hand_off.parked:
+            hand_off.unpark()  # the write before is done: the pump reads on
         if self._first is not None:
             item, self._first = self._first, None
             if item is KEEPALIVE:
@@ -1232,11 +1282,12 @@ class _Body(object):
         elif self._done:
             raise StopIteration
         else:
-            if not self._queued and not _waited(self._pump.queue, self._app.keepalive_seconds, self._gone, self._pump):
+            # at most one write per GATHER_SECONDS (hand_off.due): what queues up until then goes with this one
+            hand_off.due = self._written + GATHER_SECONDS
+            if not _waited(hand_off, self._app.keepalive_seconds, self._gone, self._pump):
                 return KEEPALIVE  # (a client that left meanwhile: its upstream was aborted, the end comes next)
-            # at most one write per GATHER_SECONDS: what queues up until then goes with this one
-            wait = self._written + GATHER_SECONDS - time.monotonic()
-            if wait > 0:
+            wait = hand_off.due - time.monotonic()
+            if wait > 0:  # (only after a wait shorter than the time to due)
                 time.sleep(wait)
             batch = self._take()
         if len(batch) == 1 and batch[0].__class__ is bytes:
