@@ -158,6 +158,15 @@ def _shown_corrupt(journal):
     assert "entry 1: corrupt (a resume refuses this journal: JournalError)" in out.getvalue()
 
 
+def _mcp_config(token, url="https://mcp.example.com/mcp"):
+    return {"mcp_servers": [{"url": url, "name": "docs", "headers": {"Authorization": "Bearer " + token}}]}
+
+
+def _responses_client(server):
+    return AutoLLMClient("gpt-5.5", api_key="k-entries", base_url=server.url + "/v1", client_type="openai-responses",
+                         max_retries=0)
+
+
 def test_a_resume_with_a_renewed_mcp_server_token_is_the_same_run():
     """``config["mcp_servers"][i]["headers"]`` are credentials (a bearer token, often minted anew by each process
     or refreshed within the hour), as ``extra_headers`` are: they do not make another run.  The journal refused
@@ -166,19 +175,16 @@ def test_a_resume_with_a_renewed_mcp_server_token_is_the_same_run():
 
     store = MemoryStore()
 
-    def config(token, url="https://mcp.example.com/mcp"):
-        return {"mcp_servers": [{"url": url, "name": "docs", "headers": {"Authorization": "Bearer " + token}}]}
-
     with SSEServer() as server:
         server.answers.append(Answer([responses_text("Done.")]))
-        client = AutoLLMClient("gpt-5.5", api_key="k-entries", base_url=server.url + "/v1",
-                               client_type="openai-responses", max_retries=0)
-        first = client.run([USER], tools=[look_up], config=config("token-one"), journal=store, run_id="mcp-1").result()
-        again = client.run([USER], tools=[look_up], config=config("token-two"), journal=store, run_id="mcp-1").result()
+        client = _responses_client(server)
+        def run(token, url="https://mcp.example.com/mcp"):
+            return client.run([USER], tools=[look_up], config=_mcp_config(token, url), journal=store, run_id="mcp-1")
+
+        first, again = run("token-one").result(), run("token-two").result()
         assert (first.stop, again.stop, again.replayed_turns, len(server.requests)) == ("done", "done", 1, 1)
         with pytest.raises(JournalError) as caught:
-            client.run([USER], tools=[look_up], config=config("token-two", "https://other.example.com/mcp"), journal=store,
-                       run_id="mcp-1")
+            run("token-two", "https://other.example.com/mcp")
         assert caught.value.reason == "mismatch" and len(server.requests) == 1
     assert "token-" not in "".join(store.journal_entries("mcp-1"))
 
@@ -299,13 +305,9 @@ def test_a_journal_written_before_the_mcp_headers_left_the_fingerprint_is_still_
     monkeypatch.setattr(journal_module, "fingerprint", lambda *args: given.append(args) or real(*args))
     store = MemoryStore()
 
-    def config(token, url="https://mcp.example.com/mcp"):
-        return {"mcp_servers": [{"url": url, "name": "docs", "headers": {"Authorization": "Bearer " + token}}]}
-
     with SSEServer() as server:
         server.answers.append(Answer([responses_text("Done.")]))
-        client = AutoLLMClient("gpt-5.5", api_key="k-entries", base_url=server.url + "/v1",
-                               client_type="openai-responses", max_retries=0)
+        client = _responses_client(server)
 
         def run(cfg):
             if stateful:
@@ -313,7 +315,7 @@ def test_a_journal_written_before_the_mcp_headers_left_the_fingerprint_is_still_
                 return client.run_stateful(USER, tools=[look_up], config=cfg, journal=store, run_id="mcp-old")
             return client.run([USER], tools=[look_up], config=cfg, journal=store, run_id="mcp-old")
 
-        assert run(config("token-one")).result().stop == "done"
+        assert run(_mcp_config("token-one")).result().stop == "done"
         # the journal as an agenthub of before wrote it: the same entries under the older header
         entries = [json.loads(text) for text in store.journal_entries("mcp-old")]
         assert entries[0]["fingerprint"] == real(*given[0])
@@ -323,9 +325,9 @@ def test_a_journal_written_before_the_mcp_headers_left_the_fingerprint_is_still_
         assert store.journal_claim("mcp-old", "old-agenthub") is None
         store.journal_append_many("mcp-old", "old-agenthub", 0, [json.dumps(entry) for entry in entries])
         store.journal_release("mcp-old", "old-agenthub")
-        again = run(config("token-one")).result()
+        again = run(_mcp_config("token-one")).result()
         assert (again.stop, again.replayed_turns, len(server.requests)) == ("done", 1, 1)
-        for other in (config("token-one", "https://other.example.com/mcp"), config("token-two")):
+        for other in (_mcp_config("token-one", "https://other.example.com/mcp"), _mcp_config("token-two")):
             with pytest.raises(JournalError) as caught:  # (a renewed token: the older digest cannot tell it)
                 run(other)
             assert caught.value.reason == "mismatch" and len(server.requests) == 1
