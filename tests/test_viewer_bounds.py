@@ -25,11 +25,13 @@ HISTORY = [{"role": "user", "content_items": [{"type": "text", "text": "the plan
 @pytest.fixture
 def short_timeouts(monkeypatch):
     monkeypatch.setattr(viewer_module, "HEADER_TIMEOUT_SECONDS", 0.5)
-    monkeypatch.setattr(viewer_module, "MAX_CONNECTIONS", 2)
 
 
 @pytest.fixture
-def viewer(tmp_path, short_timeouts):
+def viewer(tmp_path, short_timeouts, monkeypatch):
+    # (a limit of two connections for the 503 test: a test of this fixture sends one request at a time, and one
+    # sending several could find the server not done with the two before it)
+    monkeypatch.setattr(viewer_module, "MAX_CONNECTIONS", 2)
     save_trace("run1", "demo-model", HISTORY, {}, root=str(tmp_path))
     server, url = serve_in_thread(str(tmp_path), key=KEY)
     connections = server.tracked = track_connections(server)
