@@ -734,3 +734,34 @@ def test_a_tool_result_with_a_lone_surrogate_goes_on_as_u_fffd_and_replays_the_s
         server.answers += [Answer([chat_calls([("c1", "echo_raw", '{"city": "Oslo"}')])]), Answer([chat_text("Ok.")])]
         result = client_for(server).run([USER], tools=[echo_raw], journal=store_url, run_id="raw-2").result()
     assert result.messages[1]["content_items"][0]["text"] == "Oslo \U0001F600"
+
+
+def test_a_stopped_worker_that_finds_its_run_taken_over_and_ended_lets_go_of_the_lease_it_took_again():
+    """A worker that stood still past its lease renews it when it goes on: the claim takes the lease again (the
+    worker that took the run over ended it and let it go), and the entries written since say the run is no longer
+    this worker's (``_lost``).  That lease was kept: every resume of the ended run was refused for a lease
+    (``RunLockedError``, 30 s by default; CI saw it on Redis in test_journal_lease).  It is let go at once."""
+    from agenthub.agent import RunLockedError
+    from agenthub.agent.journal import _RENEWER, Journal
+
+    store = MemoryStore()
+    stood = Journal(store, "stood-1", lease=60)
+    stood.open("print")
+    stood.write("request", turn=0)
+    _RENEWER.discard(stood)  # (its process stands still: nothing renews its lease)
+    store.journal_release("stood-1", stood.owner)  # (its lease lapsed)
+    taker = Journal(store, "stood-1", lease=60)
+    assert [entry["k"] for entry in taker.open("print")] == ["request"]
+    taker.write("request", turn=1)
+    taker.close()  # (ended: let go)
+    stood._held = 0.0  # (its last renewal long ago: a lapse is possible)
+    stood.renew()
+    assert "another worker took the run over" in str(stood._lost)
+    again = Journal(store, "stood-1", wait=0)
+    try:
+        assert [entry["k"] for entry in again.open("print")] == ["request", "request"]  # (before: RunLockedError)
+    except RunLockedError as exc:  # pragma: no cover - the bug
+        raise AssertionError("the ended run is held by the stopped worker: {}".format(exc))
+    finally:
+        again.close()
+        stood.close()

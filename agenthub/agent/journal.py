@@ -605,6 +605,10 @@ class Journal(object):
                     written = self.store.journal_entries(self.run_id, max(0, known - 1))
                 if len(written) != (1 if known else 0):
                     left = 0.0
+                    try:  # (the claim just took the lease of a run another worker ended: let go, not held for a
+                        self.store.journal_release(self.run_id, self.owner)  # lease, refusing every resume of it)
+                    except AgentHubError:
+                        pass  # it lapses by itself
         except AgentHubError:  # the store is away for now: the next round tries again (a lapsed lease
             if strict:  # shows at the next write: the fence refuses it)
                 raise
