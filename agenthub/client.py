@@ -60,7 +60,7 @@ from .breaker import endpoint_name, settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_origin, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
-from .foreign import RESULTS_NEXT, for_dialect, for_dialect_resumed, results_next_to_calls
+from .foreign import for_dialect, for_dialect_resumed, results_next_to_calls
 from .providers import DIALECTS
 from .providers._common import Endpoint, Prior, apply_extras
 from .catalog import endpoint_tier
@@ -520,14 +520,14 @@ class AutoLLMClient(object):
                                       "{})".format(index, tool["name"], self.client_type, self._dialect,
                                                    rule.tool_names[1]))
         if rule is None or not rule.relays:  # (a server checks its upstream's)
-            check_tool_pairs(self.client_type, self._dialect, messages, config)
+            check_tool_pairs(self.client_type, messages, config, rule is not None and rule.answers_required)
         if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
             config = dict(config)
             foreign_thinking = config.pop("foreign_thinking")
         else:
             foreign_thinking = "drop"
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
-        if self._dialect in RESULTS_NEXT:
+        if rule is not None and rule.results_next:
             joined = results_next_to_calls(messages)
             if joined is not messages:  # (a text before a call's results, or results one message each: one message)
                 try:

@@ -104,7 +104,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
     if quirks.get("answers_required"):  # (the client checks the dialects whose every server refuses it)
-        check_tool_pairs(client, "openai-chat", messages, config, True)
+        check_tool_pairs(client, messages, config, True)
     check_breakpoints(client, model, messages, "Chat Completions", marks_resumed(prior, messages))
     wire = _wire_messages(endpoint, messages, config, prior)
     body = {"model": model, "messages": wire.items}  # type: Dict[str, Any]
