@@ -520,3 +520,56 @@ def test_logs_and_batch_status_json_on_a_terminal_escape_the_c1_and_bidi_control
         shown = capsys.readouterr()[0]
     assert JSON_HOSTILE_SHOWN in shown and not any(char in shown for char in "\x7f\u009b\u009c\u009d\u202e")
     assert JSON_HOSTILE in json.dumps(json.loads(shown), ensure_ascii=False)
+
+
+def _wait_for_a_file_holding(folder, text, child, seconds=30.0):
+    """Wait until some file in ``folder`` holds ``text`` (the answer's first words, wherever they are written)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and child.poll() is None:
+        for name in os.listdir(str(folder)):
+            try:
+                with open(os.path.join(str(folder), name), "rb") as handle:
+                    if text in handle.read():
+                        return
+            except OSError:
+                pass
+        time.sleep(0.02)
+    raise AssertionError("the answer never started")
+
+
+def test_ctrl_c_mid_answer_leaves_the_output_file_as_it_was_and_no_temporary_file(server, tmp_path):
+    """`agenthub chat MODEL PROMPT --output FILE`, Ctrl-C while the answer streams: FILE was truncated at the answer's
+    first byte and left holding half an answer (exit 130, but the previous content gone).  The answer is written
+    beside FILE and renamed over it once whole: a stopped answer leaves FILE as it was, and nothing beside it."""
+    chunks = _recording().split(b"\n\n")
+    gate = threading.Event()  # the answer starts, then waits (5 s at most): the test interrupts it meanwhile
+    server.answers.append(Answer([chunks[0] + b"\n\n" + chunks[1] + b"\n\n", b"data: [DONE]\n\n"], gate=gate))
+    folder = tmp_path / "out"
+    folder.mkdir()
+    kept = folder / "summary.txt"
+    kept.write_text("precious\n")
+    os.chmod(str(kept), 0o640)
+    child = subprocess.Popen([sys.executable, "-m", "agenthub", "chat", "demo-model", "hi", "--output", str(kept)]
+                             + _local(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path),
+                             cwd=ROOT)
+    try:
+        _wait_for_a_file_holding(folder, b"It is ", child)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        gate.set()
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 130, err
+    assert (out, err.decode("utf-8")) == (b"", "[stopped]\n[--output {}: left as it was (the answer was "
+                                               "stopped)]\n".format(kept))
+    assert sorted(os.listdir(str(folder))) == ["summary.txt"]
+    assert kept.read_text() == "precious\n"
+    # a whole answer replaces it, with the file's permissions kept
+    server.answers.append(Answer([_recording()]))
+    result = _agenthub(["chat", "demo-model", "hi", "--output", str(kept)] + _local(server), _env(tmp_path))
+    assert (result.returncode, result.stdout) == (0, b""), result.stderr
+    assert kept.read_text(encoding="utf-8") == ANSWER_TEXT + "\n"
+    assert sorted(os.listdir(str(folder))) == ["summary.txt"]
+    assert os.stat(str(kept)).st_mode & 0o7777 == 0o640
