@@ -993,7 +993,8 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("answers_required", "echo_reasoning_on_tool_turns", "fast_mode", "image_subset", "images",
-                "max_tokens_field", "reasoning_details", "reasoning_field", "response_formats", "stream_usage", "thinking", "tool_choice",
+                "max_tokens_field", "reasoning_as_text", "reasoning_details", "reasoning_field", "response_formats",
+                "stream_usage", "thinking", "tool_choice",
                 "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
     models_request=openai_models_request, parse_models=parse_data_list,
