@@ -42,18 +42,16 @@ def _recording():
         return handle.read()
 
 
-def test_ctrl_c_in_a_one_shot_answer_exits_130_as_a_tool_run_does(server, tmp_path):
-    """`agenthub chat MODEL "prompt" > out && next`: an answer Ctrl-C stopped is not a success (it exited 0)."""
+def _ctrl_c_mid_answer(server, tmp_path, argv, started):
+    """(exit status, stdout, stderr) of ``agenthub ARGV`` sent SIGINT once its answer began (``started(child)``
+    returns then; the answer's first chunk is sent, then the server waits 5 s at most for the rest)."""
     chunks = _recording().split(b"\n\n")
-    gate = threading.Event()  # the answer starts, then waits (5 s at most): the test interrupts it meanwhile
+    gate = threading.Event()
     server.answers.append(Answer([chunks[0] + b"\n\n" + chunks[1] + b"\n\n", b"data: [DONE]\n\n"], gate=gate))
-    child = subprocess.Popen([sys.executable, "-m", "agenthub", "chat", "demo-model", "hi"] + _local(server),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path), cwd=ROOT)
+    child = subprocess.Popen([sys.executable, "-m", "agenthub"] + argv + _local(server), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=_env(tmp_path), cwd=ROOT)
     try:
-        ready, _, _ = select.select([child.stdout], [], [], 30)
-        assert ready, "the answer never started"
-        started = os.read(child.stdout.fileno(), 100)
-        assert started.startswith(b"It is ")
+        started(child)
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=30)
     finally:
@@ -61,7 +59,19 @@ def test_ctrl_c_in_a_one_shot_answer_exits_130_as_a_tool_run_does(server, tmp_pa
         if child.poll() is None:
             child.kill()
             child.communicate()
-    assert child.returncode == 130, err
+    return child.returncode, out, err
+
+
+def _answer_on_stdout(child):
+    ready, _, _ = select.select([child.stdout], [], [], 30)
+    assert ready, "the answer never started"
+    assert os.read(child.stdout.fileno(), 100).startswith(b"It is ")
+
+
+def test_ctrl_c_in_a_one_shot_answer_exits_130_as_a_tool_run_does(server, tmp_path):
+    """`agenthub chat MODEL "prompt" > out && next`: an answer Ctrl-C stopped is not a success (it exited 0)."""
+    status, out, err = _ctrl_c_mid_answer(server, tmp_path, ["chat", "demo-model", "hi"], _answer_on_stdout)
+    assert status == 130, err
     assert (out, err) == (b"\n", b"[stopped]\n")  # (the answer's line ended, and said so)
     logged = _agenthub(["logs", "list"], _env(tmp_path))
     assert logged.stdout.decode("utf-8").startswith("no conversations logged yet")  # (a stopped turn is not kept)
@@ -541,27 +551,14 @@ def test_ctrl_c_mid_answer_leaves_the_output_file_as_it_was_and_no_temporary_fil
     """`agenthub chat MODEL PROMPT --output FILE`, Ctrl-C while the answer streams: FILE was truncated at the answer's
     first byte and left holding half an answer (exit 130, but the previous content gone).  The answer is written
     beside FILE and renamed over it once whole: a stopped answer leaves FILE as it was, and nothing beside it."""
-    chunks = _recording().split(b"\n\n")
-    gate = threading.Event()  # the answer starts, then waits (5 s at most): the test interrupts it meanwhile
-    server.answers.append(Answer([chunks[0] + b"\n\n" + chunks[1] + b"\n\n", b"data: [DONE]\n\n"], gate=gate))
     folder = tmp_path / "out"
     folder.mkdir()
     kept = folder / "summary.txt"
     kept.write_text("precious\n")
     os.chmod(str(kept), 0o640)
-    child = subprocess.Popen([sys.executable, "-m", "agenthub", "chat", "demo-model", "hi", "--output", str(kept)]
-                             + _local(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path),
-                             cwd=ROOT)
-    try:
-        _wait_for_a_file_holding(folder, b"It is ", child)
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=30)
-    finally:
-        gate.set()
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
-    assert child.returncode == 130, err
+    status, out, err = _ctrl_c_mid_answer(server, tmp_path, ["chat", "demo-model", "hi", "--output", str(kept)],
+                                          lambda child: _wait_for_a_file_holding(folder, b"It is ", child))
+    assert status == 130, err
     assert (out, err.decode("utf-8")) == (b"", "[stopped]\n[--output {}: left as it was (the answer was "
                                                "stopped)]\n".format(kept))
     assert sorted(os.listdir(str(folder))) == ["summary.txt"]
