@@ -317,7 +317,9 @@ def _chat(args: Any) -> int:
             raise
         finally:
             if out.close():  # stopped or failed mid-answer: FILE as it was, what was begun dropped
-                print("[--output {}: left as it was (the answer {})]".format(args.output, ended), file=sys.stderr)
+                from .apps.terminal import safe
+
+                print(safe("[--output {}: left as it was (the answer {})]".format(args.output, ended)), file=sys.stderr)
     return run(args, sys.stdout)
 
 

@@ -226,14 +226,19 @@ def _look_up(key: Tuple[Any, ...], lookup: _Lookup) -> None:
     except BaseException as exc:  # handed to every caller waiting for it
         lookup.error = exc
     finally:
-        with _LOOKUPS_LOCK:
-            lookup.done = True
-            if _LOOKUPS.get(key) is lookup:
-                del _LOOKUPS[key]
-            wakes, lookup.wakes = lookup.wakes, []
-            wakes.extend(_SLOT_WAITS)  # (a thread is free: who waits for one tries again)
-        for wake in wakes:
-            wake.set()
+        _finished(key, lookup)
+
+
+def _finished(key: Tuple[Any, ...], lookup: _Lookup) -> None:
+    """The lookup is over: its callers are woken, and so are those waiting for a lookup thread to end."""
+    with _LOOKUPS_LOCK:
+        lookup.done = True
+        if _LOOKUPS.get(key) is lookup:
+            del _LOOKUPS[key]
+        wakes, lookup.wakes = lookup.wakes, []
+        wakes.extend(_SLOT_WAITS)  # (a thread is free: who waits for one tries again)
+    for wake in wakes:
+        wake.set()
 
 
 def _is_address(host: str) -> bool:
@@ -311,12 +316,9 @@ def _joined(key: Tuple[Any, ...], connecting: _Connecting, ends: Optional[float]
     if start:
         try:
             threading.Thread(target=_look_up, args=(key, lookup), name="agenthub-resolve", daemon=True).start()
-        except BaseException:  # (no thread to be had: the name is free for the next caller, this one is told)
-            with _LOOKUPS_LOCK:
-                if _LOOKUPS.get(key) is lookup:
-                    del _LOOKUPS[key]
-                lookup.done = True
-            raise
+        except RuntimeError as exc:  # ("can't start new thread": the callers of this name are told, in words)
+            lookup.error = OSError("the host name lookup could not start a thread ({})".format(exc))
+            _finished(key, lookup)
     return lookup
 
 

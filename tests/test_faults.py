@@ -1229,3 +1229,27 @@ def test_lookups_that_never_answer_keep_a_few_threads_not_one_per_name(hanging_r
         caller.join(15)
     assert (ended["error"].timeout, ended["error"].retryable) == (False, True)
     assert "did not resolve (DNS)" in str(ended["error"])
+
+
+def test_a_lookup_that_gets_no_thread_fails_in_words_and_frees_its_name(hanging_resolver, monkeypatch):
+    """A process out of threads ("can't start new thread"): the name's lookup was left under way with no thread to
+    end it, so every later call of that name waited its whole connect timeout (5 s here, then a timeout).  Now the
+    call fails at once, and the next one looks the name up."""
+    asked, release = hanging_resolver
+    start = threading.Thread.start
+
+    def no_thread(thread):
+        if thread.name == "agenthub-resolve":
+            raise RuntimeError("can't start new thread")
+        return start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    with pytest.raises(TransportError) as info:
+        list(_hanging_client("x.hang.test", 5).streaming_response([USER]))
+    assert str(info.value) == "openai-chat: POST http://x.hang.test/v1/chat/completions failed: the connection failed"
+    assert (info.value.timeout, asked) == (False, [])
+    monkeypatch.setattr(threading.Thread, "start", start)
+    release["x.hang.test"].set()
+    with pytest.raises(TransportError) as info:
+        list(_hanging_client("x.hang.test", 5).streaming_response([USER]))
+    assert "did not resolve (DNS)" in str(info.value) and asked == ["x.hang.test"]
