@@ -543,6 +543,11 @@ class AutoLLMClient(object):
         """``_build``'s request plan of ``messages`` as ``agenthub.foreign`` converts them for the dialect."""
         record = self._protocol
         build = record.build_request
+        endpoint = self._endpoint
+        if foreign_thinking == "text" and self._dialect == "openai-chat" and not endpoint.quirks.get("reasoning_field"):
+            # a Chat host that reads no known reasoning field: the history's reasoning goes as text in content
+            endpoint = Endpoint(endpoint.client_type, endpoint.base_url, endpoint.api_key, endpoint.headers,
+                                dict(endpoint.quirks, reasoning_as_text=True), endpoint.model)
         if prior is not None and getattr(build, "takes_prior", False):
             messages = for_dialect_resumed(messages, self._dialect, foreign_thinking, prior)  # type: ignore[assignment]
         else:
@@ -551,11 +556,11 @@ class AutoLLMClient(object):
         try:
             if stateful and record.chains_turns:
                 if prior is not None:
-                    return build(self._endpoint, self.model, messages, config, stateful=True, prior=prior)
-                return build(self._endpoint, self.model, messages, config, stateful=True)
+                    return build(endpoint, self.model, messages, config, stateful=True, prior=prior)
+                return build(endpoint, self.model, messages, config, stateful=True)
             if prior is not None:
-                return build(self._endpoint, self.model, messages, config, prior=prior)
-            return build(self._endpoint, self.model, messages, config)
+                return build(endpoint, self.model, messages, config, prior=prior)
+            return build(endpoint, self.model, messages, config)
         except AgentHubError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
