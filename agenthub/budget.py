@@ -351,12 +351,12 @@ class BudgetHook(AttemptHook):
             else:
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
-        inputs = estimate_tokens(attempt.messages or (), config)
         from .catalog import fast_tier, find_model
-        from .estimate import audio_tokens, unknown_audio
+        from .estimate import estimate_parts
 
-        heard = min(audio_tokens(attempt.messages or ()), inputs)
-        if unknown_audio(attempt.messages or ()):
+        inputs, heard, unknown = estimate_parts(attempt.messages or (), config)  # (each audio item read once)
+        heard = min(heard, inputs)
+        if unknown:
             # audio whose bytes do not say how long it lasts (a format whose headers agenthub does not read): it may
             # bill up to the model's whole input, so that is held (at the audio price), never a flat guess
             row = find_model(attempt.model)

@@ -18,7 +18,7 @@ import json
 import math
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-__all__ = ["estimate_tokens", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio", "IMAGE_TOKENS", "MEDIA_TOKENS",
+__all__ = ["estimate_tokens", "estimate_parts", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio", "IMAGE_TOKENS", "MEDIA_TOKENS",
            "AUDIO_TOKENS_PER_SECOND", "MESSAGE_TOKENS",
            "TOOL_TOKENS", "DOCUMENT_BYTES_PER_TOKEN"]
 
@@ -273,26 +273,21 @@ def audio_seconds(data: Any) -> Optional[float]:
     return None
 
 
-def _audio_tokens(data: Any) -> int:
-    seconds = audio_seconds(data)
+def _seconds_tokens(seconds: Optional[float]) -> int:
     if seconds is None:
         return MEDIA_TOKENS
     return max(MEDIA_TOKENS, int(math.ceil(seconds * AUDIO_TOKENS_PER_SECOND)))
+
+
+def _audio_tokens(data: Any) -> int:
+    return _seconds_tokens(audio_seconds(data))
 
 
 def unknown_audio(messages: Iterable[Mapping[str, Any]]) -> int:
     """How many of the request's audio items (``inline_data`` of an ``audio/`` type) are of a length their bytes
     do not say (``audio_seconds`` is None): ``estimate_tokens`` counts each ``MEDIA_TOKENS``, which may be far
     below what it bills, so a Budget holds the most input the model takes for such a request."""
-    count = 0
-    for message in messages or ():
-        items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
-        for item in items or ():
-            if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "inline_data" and \
-                    str(item.get("mime_type") or "").lower().startswith("audio/") and \
-                    audio_seconds(item.get("data")) is None:
-                count += 1
-    return count
+    return estimate_parts(messages)[2]
 
 
 def _url_tokens(url: str) -> int:
@@ -333,14 +328,29 @@ def _item_tokens(item: Mapping[str, Any]) -> int:
 
 def estimate_tokens(messages: Iterable[Mapping[str, Any]], config: Optional[Mapping[str, Any]] = None) -> int:
     """The input tokens of a request, estimated locally (the module doc has the rules)."""
+    return estimate_parts(messages, config)[0]
+
+
+def estimate_parts(messages: Iterable[Mapping[str, Any]],
+                   config: Optional[Mapping[str, Any]] = None) -> Tuple[int, int, int]:
+    """(``estimate_tokens``, the part of it that is audio: ``audio_tokens``, how many audio items are of a length
+    their bytes do not say: ``unknown_audio``), in one pass over the messages: each audio item's bytes are read
+    once (a Budget's hold needs all three; ten minutes of MP3 is some 23,000 frame headers)."""
     config = config or {}
-    total = 0
+    total = heard = unknown = 0
     for message in messages or ():
         total += MESSAGE_TOKENS
         items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
         for item in items or ():
             if type(item) is dict or isinstance(item, Mapping):
-                total += _item_tokens(item)
+                if item.get("type") == "inline_data" and str(item.get("mime_type") or "").lower().startswith("audio/"):
+                    seconds = audio_seconds(item.get("data"))
+                    tokens = _seconds_tokens(seconds)
+                    heard += tokens
+                    unknown += seconds is None
+                else:
+                    tokens = _item_tokens(item)
+                total += tokens
     system = config.get("system_prompt")
     if isinstance(system, str):
         total += MESSAGE_TOKENS + text_tokens(system)
@@ -349,7 +359,7 @@ def estimate_tokens(messages: Iterable[Mapping[str, Any]], config: Optional[Mapp
     schema = config.get("response_format")
     if isinstance(schema, Mapping) and schema.get("schema") is not None:
         total += _json_tokens(schema["schema"])
-    return total
+    return total, heard, unknown
 
 
 def estimate_with_output(messages: Iterable[Mapping[str, Any]], config: Optional[Mapping[str, Any]] = None) -> int:
@@ -364,11 +374,4 @@ def estimate_with_output(messages: Iterable[Mapping[str, Any]], config: Optional
 def audio_tokens(messages: Iterable[Mapping[str, Any]]) -> int:
     """The part of ``estimate_tokens`` that is audio: the request's audio items (``inline_data`` of an
     ``audio/`` type), what a Budget holds at the model's audio input price."""
-    total = 0
-    for message in messages or ():
-        items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
-        for item in items or ():
-            if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "inline_data" and \
-                    str(item.get("mime_type") or "").lower().startswith("audio/"):
-                total += _item_tokens(item)
-    return total
+    return estimate_parts(messages)[1]

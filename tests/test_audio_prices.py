@@ -361,3 +361,33 @@ def test_audio_whose_length_is_unknown_holds_the_models_whole_input():
         with pytest.raises(BudgetExceededError) as caught:
             client.response(mp3, {"max_tokens": 100})
     assert caught.value.needed_usd == pytest.approx((TEXT_ESTIMATE * 0.3 + heard * 1 + 100 * 2.5) / 1e6, rel=1e-12)
+
+
+def test_a_budget_hold_reads_each_audio_item_once(monkeypatch):
+    """A Budget's hold needs the estimate, its audio part and whether an audio item's length is unknown: each was a
+    walk of the audio's bytes (``audio_seconds``: ten minutes of MP3 is 22,969 frame headers, some 13 ms), three
+    walks of every item before each request.  One pass now gives all three."""
+    import agenthub.estimate as estimate
+
+    reads = []
+    real = estimate.audio_seconds
+    monkeypatch.setattr(estimate, "audio_seconds", lambda data: reads.append(len(data)) or real(data))
+    mp3 = _mp3(600 * 44100 // 1152 + 1)
+    webm = b"\x1a\x45\xdf\xa3" + b"\x00" * 64
+    messages = [{"role": "user", "content_items": [
+        {"type": "text", "text": "Transcribe this"}, {"type": "inline_data", "data": mp3, "mime_type": "audio/mpeg"},
+        {"type": "inline_data", "data": webm, "mime_type": "audio/webm"}]}]
+    assert estimate.estimate_parts(messages) == (TEXT_ESTIMATE + 19201 + MEDIA_TOKENS, 19201 + MEDIA_TOKENS, 1)
+    assert reads == [len(mp3), len(webm)]
+    del reads[:]
+    window = find_model("gemini-2.5-flash")["context_window"]
+    with Upstream() as up:
+        up.routes["up"] = Route(b"")
+        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=up.url + "/up",
+                               api_key="sk-test-0123456789", max_retries=0, budget=Budget(0.01))
+        with pytest.raises(BudgetExceededError) as caught:
+            client.response(messages, {"max_tokens": 100})
+        assert up.requests == []
+    assert reads == [len(mp3), len(webm)]  # (was each three times)
+    assert caught.value.needed_usd == pytest.approx((TEXT_ESTIMATE * 0.3 + (window - TEXT_ESTIMATE) * 1 + 100 * 2.5)
+                                                    / 1e6, rel=1e-12)
