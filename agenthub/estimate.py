@@ -6,7 +6,7 @@ Text (messages, thinking, tool calls and results, the system prompt, tool schema
 UTF-8 bytes / 3, rounded up, above what BPE tokenizers give for English (about 4 characters a token)
 and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; audio sent as bytes
 ``AUDIO_TOKENS_PER_SECOND`` for each second its headers say it lasts (``audio_seconds``: WAV, MP3, ADTS AAC, FLAC,
-Ogg, MP4 / M4A), at least ``MEDIA_TOKENS``; audio whose length its bytes do not say, each video item, and each
+Ogg, MP4 / M4A, WebM / Matroska), at least ``MEDIA_TOKENS``; audio whose length its bytes do not say, each video item, and each
 media item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
 ``unknown_audio``); a document sent as bytes (a PDF, a text or
 office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are
@@ -16,6 +16,7 @@ message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
 
 import json
 import math
+import struct
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 __all__ = ["estimate_tokens", "estimate_parts", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio", "IMAGE_TOKENS", "MEDIA_TOKENS",
@@ -247,11 +248,89 @@ def _mp4_seconds(data: Any) -> Optional[float]:
     return None
 
 
+#: Matroska / WebM (EBML) element ids: the EBML header, its DocType, the Segment, its Info, the Info's
+#: TimestampScale (nanoseconds a tick, 1,000,000 when absent) and Duration (a float of ticks)
+_EBML, _DOC_TYPE, _SEGMENT, _INFO, _SCALE, _DURATION = 0x1A45DFA3, 0x4282, 0x18538067, 0x1549A966, 0x2AD7B1, 0x4489
+#: the most elements ``_webm_seconds`` steps over at each level (SeekHead, Void, Tracks, Clusters... before Info)
+_MAX_ELEMENTS = 256
+
+
+def _ebml_element(data: Any, at: int, end: int) -> Optional[Tuple[int, int, Optional[int]]]:
+    """The EBML element whose id begins at ``at``: (its id, its body's start, its body's end: None for a size that
+    says "unknown", else at most ``end``); None where no whole id and size lie before ``end``."""
+    parts = []
+    for limit in (4, 8):  # (an id is a variable-length int of at most 4 bytes, its marker bit kept; a size 8)
+        first = data[at] if at < end else 0
+        length = 9 - first.bit_length()
+        if not first or length > limit or at + length > end:
+            return None
+        parts.append((int.from_bytes(data[at:at + length], "big"), length))
+        at += length
+    (ident, _), (size, length) = parts
+    size &= (1 << (7 * length)) - 1  # (the size's marker bit dropped)
+    if size == (1 << (7 * length)) - 1:
+        return ident, at, None
+    return ident, at, min(at + size, end)
+
+
+def _webm_seconds(data: Any) -> Optional[float]:
+    """A WebM / Matroska file's length: its Segment's Info Duration times its TimestampScale (the elements walked
+    by their sizes, at most ``_MAX_ELEMENTS`` at each level: the Info comes before the clusters in practice); None
+    when it has none (a live recording: browsers' MediaRecorder writes none) or says one that is no length."""
+    end = len(data)
+    head = _ebml_element(data, 0, end)
+    if head is None or head[0] != _EBML or head[2] is None:
+        return None
+    doc_type = None
+    at = head[1]
+    for _ in range(_MAX_ELEMENTS):
+        element = _ebml_element(data, at, head[2])
+        if element is None or element[2] is None:
+            break
+        if element[0] == _DOC_TYPE:
+            doc_type = bytes(data[element[1]:element[2]]).rstrip(b"\x00")
+        at = element[2]
+    if doc_type not in (b"webm", b"matroska"):
+        return None
+    segment = _ebml_element(data, head[2], end)
+    if segment is None or segment[0] != _SEGMENT:
+        return None
+    at, stop = segment[1], end if segment[2] is None else segment[2]
+    for _ in range(_MAX_ELEMENTS):
+        element = _ebml_element(data, at, stop)
+        if element is None or element[2] is None:
+            return None  # (cut short, or an element of unknown size: a cluster of a live recording)
+        if element[0] == _INFO:
+            scale, duration = 1000000, None
+            at = element[1]
+            for _ in range(_MAX_ELEMENTS):
+                child = _ebml_element(data, at, element[2])
+                if child is None or child[2] is None:
+                    break
+                body = bytes(data[child[1]:child[2]])
+                if child[0] == _SCALE and 1 <= len(body) <= 8:
+                    scale = int.from_bytes(body, "big")
+                elif child[0] == _DURATION and len(body) in (4, 8):
+                    duration = struct.unpack(">f" if len(body) == 4 else ">d", body)[0]
+                at = child[2]
+            if duration is None or not scale:
+                return None
+            return duration * (scale / 1e9)  # (a NaN, infinite or absurd figure: audio_seconds says None)
+        at = element[2]
+    return None
+
+
+#: the longest audio ``audio_seconds`` believes a header about (about 31 years): a longer figure (an infinite or
+#: absurd float, a 64-bit tick count) is no length, and the audio's length is unknown
+_MAX_SECONDS = 1e9
+
+
 def audio_seconds(data: Any) -> Optional[float]:
     """How long audio sent as bytes lasts, read from its headers (never decoded): a WAV (``wav_seconds``), an MP3
     or ADTS AAC (its frames walked), a FLAC (STREAMINFO), an Ogg file (Opus, Vorbis, FLAC or Speex: its last
-    page's granule position), an MP4 / M4A (``mvhd``); None for bytes of another kind, or whose headers do not
-    say it."""
+    page's granule position), an MP4 / M4A (``mvhd``), a WebM / Matroska (its Segment Info's Duration); None for
+    bytes of another kind, whose headers do not say it, or that say a length that is none (not above 0, NaN,
+    infinite, or above ``_MAX_SECONDS``)."""
     if not isinstance(data, (bytes, bytearray)) or len(data) < 12:
         return None
     if type(data) is not bytes:
@@ -259,18 +338,22 @@ def audio_seconds(data: Any) -> Optional[float]:
     head = data[:4]
     try:
         if head == b"RIFF":
-            return wav_seconds(data)
-        if head == b"fLaC":
-            return _flac_seconds(data)
-        if head == b"OggS":
-            return _ogg_seconds(data)
-        if data[4:8] == b"ftyp":
-            return _mp4_seconds(data)
-        if head[:3] == b"ID3" or data[0] == 0xFF:
-            return _frames_seconds(data)
-    except (IndexError, ValueError, ZeroDivisionError):  # (a header cut short: bounds checked, but never a crash)
+            seconds = wav_seconds(data)
+        elif head == b"fLaC":
+            seconds = _flac_seconds(data)
+        elif head == b"OggS":
+            seconds = _ogg_seconds(data)
+        elif data[4:8] == b"ftyp":
+            seconds = _mp4_seconds(data)
+        elif head[:3] == b"ID3" or data[0] == 0xFF:
+            seconds = _frames_seconds(data)
+        elif head == b"\x1a\x45\xdf\xa3":
+            seconds = _webm_seconds(data)
+        else:
+            return None
+    except (IndexError, ValueError, ZeroDivisionError, OverflowError, struct.error):  # (bounds checked: never a crash)
         return None
-    return None
+    return seconds if seconds is not None and 0 < seconds <= _MAX_SECONDS else None  # (False for a NaN)
 
 
 def _seconds_tokens(seconds: Optional[float]) -> int:
