@@ -508,3 +508,38 @@ def test_pauses_are_shared_per_endpoint_and_a_held_request_takes_a_new_slot(stor
     assert _counted_down(slept[0], 0.31, paused)  # held by the pause ...
     assert ticket.at > booked  # ... past its slot: then a new slot, after the pause
     assert b.pauses == 0 and a.pauses == 2
+
+
+def test_a_pause_of_one_api_key_holds_that_key_in_another_process_and_not_another_key(store_url):
+    """A 429 of key A, seen by one process, holds key A's requests in every process sharing the store, and not
+    key B's on the same host and model: the account's mark is the same in every process (a slow salted hash),
+    and no credential reaches the store."""
+    import subprocess
+    import sys
+
+    from agenthub.limiter import endpoint_key
+
+    code = """if True:
+        import sys
+        from agenthub import AutoLLMClient, RateLimiter
+        from agenthub.attempts import Attempt
+        from agenthub.limiter import endpoint_key
+        client = AutoLLMClient("m", client_type="openai-chat", api_key="sk-key-A-0123456789",
+                               base_url="http://127.0.0.1:9/v1")
+        attempt = Attempt("stream", "openai-chat", "m", None, server=("127.0.0.1", 9), account=client._account())
+        RateLimiter(store=sys.argv[1], key="accounts").pause(30.0, endpoint_key(attempt))
+        print(client._account())
+    """
+    out = subprocess.run([sys.executable, "-c", code, store_url], stdout=subprocess.PIPE, timeout=120, check=True)
+    limiter = RateLimiter(store=store_url, key="accounts")
+    a, b = (AutoLLMClient("m", client_type="openai-chat", api_key=key, base_url="http://127.0.0.1:9/v1")
+            for key in ("sk-key-A-0123456789", "sk-key-B-0123456789"))
+    assert out.stdout.decode().strip() == a._account() != b._account()
+    from agenthub.attempts import Attempt
+
+    key_a, key_b = (endpoint_key(Attempt("stream", "openai-chat", "m", None, server=("127.0.0.1", 9),
+                                         account=client._account())) for client in (a, b))
+    assert 20 < limiter.paused_for(key_a) <= 30 and limiter.paused_for(key_b) == 0.0
+    assert 20 < limiter.paused_for(("openai-chat", ("127.0.0.1", 9), "m")) <= 30  # (a key without the account)
+    names = list(open_store(store_url).limiter_pauses("accounts"))
+    assert names == ['["openai-chat",["127.0.0.1",9],"m","{}"]'.format(a._account())]
