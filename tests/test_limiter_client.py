@@ -188,7 +188,7 @@ def test_a_429_of_one_key_does_not_hold_a_fallback_on_another_key_of_the_same_en
             "Bearer sk-key-A-0123456789", "Bearer sk-key-B-0123456789"]
         port = int(server.url.split(":")[2].split("/")[0])
     assert answer["content_items"][0]["text"] == "from the fallback"
-    marks = client._account(), fallback._account()
+    marks = client._account(client.hooks), fallback._account(fallback.hooks)
     assert len(set(marks)) == 2 and all(len(mark) == 16 for mark in marks)
     endpoint = ("openai-chat", ("127.0.0.1", port), "m")
     assert limiter.paused_for(endpoint + (marks[0],)) > 50 and limiter.paused_for(endpoint + (marks[1],)) == 0.0
