@@ -363,6 +363,19 @@ def test_audio_whose_length_is_unknown_holds_the_models_whole_input():
     assert caught.value.needed_usd == pytest.approx((TEXT_ESTIMATE * 0.3 + heard * 1 + 100 * 2.5) / 1e6, rel=1e-12)
 
 
+def _refused_on_gemini(messages, max_usd):
+    """The BudgetExceededError of a gemini-2.5-flash request of ``messages`` under ``Budget(max_usd)`` (nothing
+    sent)."""
+    with Upstream() as up:
+        up.routes["up"] = Route(b"")
+        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=up.url + "/up",
+                               api_key="sk-test-0123456789", max_retries=0, budget=Budget(max_usd))
+        with pytest.raises(BudgetExceededError) as caught:
+            client.response(messages, {"max_tokens": 100})
+        assert up.requests == []
+    return caught.value
+
+
 def test_a_budget_hold_reads_each_audio_item_once(monkeypatch):
     """A Budget's hold needs the estimate, its audio part and whether an audio item's length is unknown: each was a
     walk of the audio's bytes (``audio_seconds``: ten minutes of MP3 is 22,969 frame headers, some 13 ms), three
@@ -381,15 +394,9 @@ def test_a_budget_hold_reads_each_audio_item_once(monkeypatch):
     assert reads == [len(mp3), len(webm)]
     del reads[:]
     window = find_model("gemini-2.5-flash")["context_window"]
-    with Upstream() as up:
-        up.routes["up"] = Route(b"")
-        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=up.url + "/up",
-                               api_key="sk-test-0123456789", max_retries=0, budget=Budget(0.01))
-        with pytest.raises(BudgetExceededError) as caught:
-            client.response(messages, {"max_tokens": 100})
-        assert up.requests == []
+    refused = _refused_on_gemini(messages, 0.01)
     assert reads == [len(mp3), len(webm)]  # (was each three times)
-    assert caught.value.needed_usd == pytest.approx((TEXT_ESTIMATE * 0.3 + (window - TEXT_ESTIMATE) * 1 + 100 * 2.5)
+    assert refused.needed_usd == pytest.approx((TEXT_ESTIMATE * 0.3 + (window - TEXT_ESTIMATE) * 1 + 100 * 2.5)
                                                     / 1e6, rel=1e-12)
 
 
@@ -440,15 +447,9 @@ def test_the_length_of_webm_audio_is_read_from_its_segment_info():
                  _webm(600)[:60], _webm(600)[:4] + b"\x00" * 60, b"\x1a\x45\xdf\xa3" + b"\xff" * 12):
         assert audio_seconds(data) is None, data[:80]
     window = find_model("gemini-2.5-flash")["context_window"]
-    with Upstream() as up:
-        up.routes["up"] = Route(b"")
-        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=up.url + "/up",
-                               api_key="sk-test-0123456789", max_retries=0, budget=Budget(0.001))
-        with pytest.raises(BudgetExceededError) as caught:
-            client.response(messages, {"max_tokens": 100})
-        assert up.requests == []
-    assert caught.value.needed_usd == pytest.approx((4 * 0.3 + 19200 * 1 + 100 * 2.5) / 1e6, rel=1e-12)
-    assert caught.value.needed_usd < window * 1 / 1e6 / 10  # (was the whole window: 1,048,576 tokens)
+    refused = _refused_on_gemini(messages, 0.001)
+    assert refused.needed_usd == pytest.approx((4 * 0.3 + 19200 * 1 + 100 * 2.5) / 1e6, rel=1e-12)
+    assert refused.needed_usd < window * 1 / 1e6 / 10  # (was the whole window: 1,048,576 tokens)
 
 
 def test_no_webm_crashes_or_hangs_the_estimate():
