@@ -362,10 +362,6 @@ def _seconds_tokens(seconds: Optional[float]) -> int:
     return max(MEDIA_TOKENS, int(math.ceil(seconds * AUDIO_TOKENS_PER_SECOND)))
 
 
-def _audio_tokens(data: Any) -> int:
-    return _seconds_tokens(audio_seconds(data))
-
-
 def unknown_audio(messages: Iterable[Mapping[str, Any]]) -> int:
     """How many of the request's audio items (``inline_data`` of an ``audio/`` type) are of a length their bytes
     do not say (``audio_seconds`` is None): ``estimate_tokens`` counts each ``MEDIA_TOKENS``, which may be far
@@ -397,11 +393,9 @@ def _item_tokens(item: Mapping[str, Any]) -> int:
     if kind == "image_url":
         url = item.get("image_url")  # (the data model's field: a URL or a data: URI)
         return _url_tokens(url) if isinstance(url, str) else IMAGE_TOKENS
-    if kind == "inline_data":
+    if kind == "inline_data":  # (not audio: estimate_parts reads an audio item's length)
         data = item.get("data")
         mime_type = str(item.get("mime_type") or "")
-        if mime_type.lower().startswith("audio/"):
-            return _audio_tokens(data)
         size = len(data) if isinstance(data, (bytes, bytearray, str)) else None
         return media_tokens(mime_type, size)
     if kind == "inline_thinking":
