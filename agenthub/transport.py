@@ -220,13 +220,18 @@ def _look_up(key: Tuple[Any, ...], lookup: _Lookup) -> None:
     except BaseException as exc:  # handed to every caller waiting for it
         lookup.error = exc
     finally:
-        with _LOOKUPS_LOCK:
-            lookup.done = True
-            if _LOOKUPS.get(key) is lookup:
-                del _LOOKUPS[key]
-            wakes, lookup.wakes = lookup.wakes, []
-        for wake in wakes:
-            wake.set()
+        _looked_up(key, lookup)
+
+
+def _looked_up(key: Tuple[Any, ...], lookup: _Lookup) -> None:
+    """``lookup`` is over (its result or error set): the next caller of its name starts another; those waiting wake."""
+    with _LOOKUPS_LOCK:
+        lookup.done = True
+        if _LOOKUPS.get(key) is lookup:
+            del _LOOKUPS[key]
+        wakes, lookup.wakes = lookup.wakes, []
+    for wake in wakes:
+        wake.set()
 
 
 def _is_address(host: str) -> bool:
@@ -252,7 +257,12 @@ def _resolve(host: str, port: int, family: int, seconds: Optional[float], connec
             lookup = _LOOKUPS[key] = _Lookup()
         lookup.wakes.append(connecting.wake)
     if start:
-        threading.Thread(target=_look_up, args=(key, lookup), name="agenthub-resolve", daemon=True).start()
+        try:
+            threading.Thread(target=_look_up, args=(key, lookup), name="agenthub-resolve", daemon=True).start()
+        except RuntimeError as exc:  # no thread to be had now: the name is not left to a lookup that never ends
+            lookup.error = OSError(errno.EAGAIN, "no thread could be started for the host name lookup ({})".format(
+                str(exc)[:100]))
+            _looked_up(key, lookup)
     connecting.wake.wait(None if seconds is None else min(max(seconds, 0.0), threading.TIMEOUT_MAX))
     with _LOOKUPS_LOCK:
         done = lookup.done

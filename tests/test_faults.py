@@ -1141,3 +1141,43 @@ def test_a_host_name_that_does_not_resolve_is_bounded(silent_resolver, how):
         else:
             assert flags[:2] == (True, False) and error.retryable is False
     assert silent_resolver == ["llm.test"]  # one lookup, shared by both calls
+
+
+@within(15)
+def test_a_lookup_thread_that_cannot_start_fails_that_call_alone(server, monkeypatch):
+    """A thread for a name's lookup that cannot be started (RuntimeError: a process at its thread limit) left the
+    lookup in the table of those under way for good: every later call of that name joined it, waited its whole
+    connect timeout and failed ('no connection within 2.0s'), however many threads were free by then.  Now that
+    call alone fails, with a TransportError saying why, and the next one looks the name up."""
+    import socket
+
+    import agenthub.transport as transport_module
+
+    real_getaddrinfo = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):  # (llm.test is the fault server, found without any network)
+        return real_getaddrinfo("127.0.0.1" if host == "llm.test" else host, *args, **kwargs)
+
+    refused = []
+
+    class Thread(threading.Thread):
+        def start(self):
+            if self.name == "agenthub-resolve" and not refused:
+                refused.append(self.name)
+                raise RuntimeError("can't start new thread")
+            return super(Thread, self).start()
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(transport_module.threading, "Thread", Thread)
+    server.push([status(200, SSE, "length"), send(chat_stream("Hel", "lo"))])
+    client = AutoLLMClient("test-model", client_type="openai-chat", base_url="http://llm.test:{}/v1".format(server.port),
+                           api_key="sk-test", timeout=Timeout(connect=2, read=3), max_retries=0)
+    with pytest.raises(TransportError) as info:
+        list(client.streaming_response([USER]))
+    assert str(info.value) == (
+        "openai-chat: POST http://llm.test:{}/v1/chat/completions failed: the connection failed: no thread could be "
+        "started for the host name lookup (can't start new thread)".format(server.port))
+    assert (info.value.timeout, info.value.aborted) == (False, False)
+    assert refused == ["agenthub-resolve"]
+    assert transport_module._LOOKUPS == {}
+    assert text_of(client.streaming_response([USER])) == "Hello"
