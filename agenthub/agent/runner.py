@@ -2381,7 +2381,11 @@ class Run(object):
             if task[2].timeout:
                 timed = True
                 break
-        loop = bool(runnable) and _loop_running()  # (a tool's own asyncio.run fails in a thread running a loop)
+        # a thread running an asyncio loop runs no call (a tool's own asyncio.run fails there) while a slot is free
+        loop = bool(runnable) and _loop_running()
+        if loop and self._abandoned:
+            self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
+            loop = len(self._abandoned) < self._parallel  # (none free: in this thread, as ever, not 'no thread free')
         if not timed and not loop and (len(runnable) <= 1 or self._parallel == 1):  # no thread: one call (or
             # parallel=1)
             for index, call, entry, arguments, shown in tasks:
