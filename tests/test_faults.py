@@ -1181,3 +1181,63 @@ def test_a_lookup_thread_that_cannot_start_fails_that_call_alone(server, monkeyp
     assert refused == ["agenthub-resolve"]
     assert transport_module._LOOKUPS == {}
     assert text_of(client.streaming_response([USER])) == "Hello"
+
+
+@within(15)
+@pytest.mark.parametrize("how", ["abort", "deadline"])
+def test_a_stop_just_as_the_connect_is_done_sends_nothing(server, monkeypatch, how):
+    """A stop (abort, the deadline) that came once the socket was connected but before urllib3 held it found no
+    socket to shut down and said it was done: the request went out and the call waited for the answer's head
+    (the 5 s the server takes here; a read timeout at worst) before the stop took effect.  Now the connected
+    socket is shut down: nothing is sent, and the call ends at once."""
+    import agenthub.transport as transport_module
+
+    server.push([sleep(5), status(200, SSE, "length"), send(chat_stream("late"))])
+    client = make(server, session=transport_module.new_session(), max_retries=0)
+    real = transport_module._connect
+
+    def connect(conn, connecting):  # (the stop comes between the connect and the socket's hand-over)
+        sock = real(conn, connecting)
+        conn._agenthub_watch.stop(how)
+        return sock
+
+    monkeypatch.setattr(transport_module, "_connect", connect)
+    with pytest.raises(TransportError) as info:
+        list(client.streaming_response([USER]))
+    assert (info.value.aborted, info.value.deadline) == ((True, False) if how == "abort" else (False, True))
+    assert server.requests == []
+
+
+@within(15)
+@pytest.mark.parametrize("how", ["abort", "deadline"])
+def test_a_tls_handshake_that_hangs_ends_at_abort_or_the_deadline(how):
+    """A server that takes the TCP connection and never answers the TLS ClientHello: abort() waited for the whole
+    connect timeout (20 s here; None: for ever).  The handshake runs on a socket urllib3 does not hold yet, and the
+    plain one it holds is detached by then: nothing could be shut down.  Now the call ends within a second.  (The
+    deadline case passed before too: a deadline caps the connect timeout; it is here as the abort's twin.)"""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # (never accepted: the kernel completes the TCP handshake, nobody answers TLS)
+    try:
+        client = AutoLLMClient("test-model", client_type="openai-chat",
+                               base_url="https://127.0.0.1:{}/v1".format(listener.getsockname()[1]), api_key="sk-test",
+                               timeout=Timeout(connect=20, read=30, total=0.5 if how == "deadline" else None),
+                               max_retries=0)
+        stream = client.streaming_response([USER])
+        timer = threading.Timer(0.5, stream.abort if how == "abort" else (lambda: None))
+        timer.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(TransportError) as info:
+                list(stream)
+            elapsed = time.monotonic() - started
+        finally:
+            timer.cancel()
+            timer.join()
+    finally:
+        listener.close()
+    assert elapsed < 1.5, elapsed  # (0.5 s to the abort or the deadline, then within a second)
+    error = info.value
+    assert (error.aborted, error.deadline, error.retryable) == (how == "abort", how == "deadline", False)
