@@ -2386,8 +2386,7 @@ class Run(object):
         if loop and self._abandoned:
             self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
             loop = len(self._abandoned) < self._parallel  # (none free: in this thread, as ever, not 'no thread free')
-        if not timed and not loop and (len(runnable) <= 1 or self._parallel == 1):  # no thread: one call (or
-            # parallel=1)
+        if not timed and not loop and (len(runnable) <= 1 or self._parallel == 1):  # no thread: one call, parallel=1
             for index, call, entry, arguments, shown in tasks:
                 if self._aborted or self._halting:
                     return
