@@ -290,16 +290,21 @@ def test_timed_out_calls_threads_hold_their_slots_and_the_calls_beyond_get_an_er
     assert tool_threads() == []
 
 
-def test_calls_of_tools_known_quick_run_while_every_slot_is_held_by_a_timed_out_call():
-    """A turn of calls of tools known quick runs in the reading thread: it needs no slot, so the timed-out calls
-    still running do not turn them into "no thread free" errors."""
-    release = threading.Event()
-
+def stuck_tool(release):
+    """A tool that times out after 0.05 s and runs on (holding its slot) until ``release`` is set."""
     @tool(timeout=0.05)
     def stuck(n: int) -> str:
         """Hang."""
         release.wait(30)
         return "late"
+    return stuck
+
+
+def test_calls_of_tools_known_quick_run_while_every_slot_is_held_by_a_timed_out_call():
+    """A turn of calls of tools known quick runs in the reading thread: it needs no slot, so the timed-out calls
+    still running do not turn them into "no thread free" errors."""
+    release = threading.Event()
+    stuck = stuck_tool(release)
 
     @tool
     def quick(n: int) -> str:
@@ -332,12 +337,7 @@ def test_a_run_read_inside_an_event_loop_runs_its_calls_in_its_thread_while_ever
     import asyncio
 
     release = threading.Event()
-
-    @tool(timeout=0.05)
-    def stuck(n: int) -> str:
-        """Hang."""
-        release.wait(30)
-        return "late"
+    stuck = stuck_tool(release)
 
     @tool
     def where(n: int) -> str:
