@@ -751,7 +751,10 @@ def _capture(url):
         originals[name] = method = getattr(seam.RunJournal, name)
 
         def recording(self, *args, _method=method, _name=name, **kwargs):
-            calls.append((_name, copy.deepcopy(args), copy.deepcopy(kwargs)))
+            kept = copy.deepcopy(args)
+            if _name == "finished" and len(kept) > 3:  # (a tool's seconds as a quiet machine's, whatever the load:
+                kept = kept[:3] + (0.0005,) + kept[4:]  # over QUICK together, a loaded capture wrote twice a turn)
+            calls.append((_name, kept, copy.deepcopy(kwargs)))
             return _method(self, *args, **kwargs)
 
         setattr(seam.RunJournal, name, recording)

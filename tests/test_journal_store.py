@@ -7,6 +7,7 @@ another process takes the run over (a real process, killed with SIGKILL)."""
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -465,7 +466,7 @@ def test_an_sqlite_journal_write_is_one_statement_with_the_same_fence_and_rows(t
         store.journal_append_many("run-1", "w1", 1, ["b", "c", "d"], ttl=100.0)
         store._connection().set_trace_callback(None)
         statements = {s for s in seen if not s.startswith("--")}  # (3.8 traces the trigger's as comments)
-        assert statements and all(s.startswith("INSERT INTO agenthub_journal_append1 ") for s in statements)
+        assert len(statements) == 2 and all(s.startswith("INSERT INTO agenthub_journal_append2 ") for s in statements)
         with pytest.raises(StoreError, match=r"entry 3 written where entry 4 is next \(two writers\?\)"):
             store.journal_append_many("run-1", "w1", 3, ["x"], ttl=100.0)
         with pytest.raises(StoreError, match=r"no longer holds its lease \(another worker holds it now\)"):
@@ -486,6 +487,60 @@ def test_an_sqlite_journal_write_is_one_statement_with_the_same_fence_and_rows(t
         store.close()
 
 
+def test_an_sqlite_journal_commit_without_a_ttl_writes_three_pages_and_the_last_write_is_one_statement(tmp_path):
+    """A write to a run without a ttl commits three pages to the WAL (the run's row, the entries' table and their
+    key's index), not four: the expiry, NULL, is not set again each write, so its index is not written; with a
+    ttl the expiry moves each write (four pages).  The run's last write (the entries and the lease let go) is one
+    INSERT into the view too; its rows and its refusals are what the transaction made."""
+    import sqlite3
+
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"))
+    raw = sqlite3.connect(store.path, isolation_level=None)
+    page = raw.execute("PRAGMA page_size").fetchone()[0]
+
+    def frames(write):
+        assert raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0  # (not busy: the WAL emptied)
+        write()
+        return (os.path.getsize(store.path + "-wal") - 32) // (24 + page)
+
+    try:
+        assert store.journal_claim("run-n", "w1", 30.0) is None
+        assert store.journal_claim("run-t", "w1", 30.0, ttl=100.0) is None
+        store.journal_append_many("run-n", "w1", 0, ["a"])
+        store.journal_append_many("run-t", "w1", 0, ["a"], ttl=100.0)
+        assert frames(lambda: store.journal_append_many("run-n", "w1", 1, ["b"])) == 3
+        assert frames(lambda: store.journal_append_many("run-t", "w1", 1, ["b"], ttl=100.0)) == 4
+        expires = raw.execute("SELECT run_id, expires IS NULL FROM agenthub_journal_runs ORDER BY run_id").fetchall()
+        assert expires == [("run-n", 1), ("run-t", 0)]
+        seen = []
+        store._connection().set_trace_callback(seen.append)
+        with pytest.raises(StoreError, match=r"no longer holds its lease \(another worker holds it now\)"):
+            store.journal_finish("run-n", "w2", 2, ["x"])
+        store.journal_finish("run-n", "w1", 2, ["c", "d"])
+        store._connection().set_trace_callback(None)
+        statements = [s for s in seen if not s.startswith("--")]  # (3.8 traces the trigger's as comments, 3.11
+        statements = [s for n, s in enumerate(statements) if not n or statements[n - 1] != s]  # the outer one again)
+        nulls = ", NULL" * 6
+        assert len(statements) == 6
+        assert re.fullmatch(r"INSERT INTO agenthub_journal_append2 VALUES \('run-n', 'w2', 2, [0-9.]+, NULL, 1, 1, "
+                            r"'x'" + nulls + r", NULL\)", statements[0])
+        assert statements[1] == "BEGIN IMMEDIATE" and statements[4] == "ROLLBACK"  # (the transaction says why)
+        assert statements[2].startswith("UPDATE agenthub_journal_runs SET ") and statements[3].startswith("SELECT ")
+        assert re.fullmatch(r"INSERT INTO agenthub_journal_append2 VALUES \('run-n', 'w1', 2, [0-9.]+, NULL, 2, 1, "
+                            r"'c', 'd'" + nulls + r"\)", statements[5])  # (the finish that holds: one statement)
+        assert store.journal_entries("run-n") == ["a", "b", "c", "d"]
+        assert raw.execute("SELECT owner, until, expires, entries FROM agenthub_journal_runs WHERE run_id = 'run-n'"
+                           ).fetchone() == (None, 0, None, 4)
+        store.journal_finish("run-t", "w1", 2, ["c"], ttl=100.0)
+        owner, until, expires, updated = raw.execute(
+            "SELECT owner, until, expires, updated FROM agenthub_journal_runs WHERE run_id = 'run-t'").fetchone()
+        assert (owner, until, expires) == (None, 0, updated + 100.0)
+        assert store.journal_claim("run-n", "w2", 30.0) is None  # (let go by the finish)
+    finally:
+        raw.close()
+        store.close()
+
+
 def test_an_sqlite_file_of_an_earlier_agenthub_opens_resumes_and_takes_writes(tmp_path):
     """A store file made before the journal's view (its tables only, a run journaled there) still opens (no new
     schema version), its run resumes, the writes go through the view added at the open; the earlier writes (a
@@ -500,7 +555,7 @@ def test_an_sqlite_file_of_an_earlier_agenthub_opens_resumes_and_takes_writes(tm
             raw.execute(statement)
         raw.execute("INSERT INTO agenthub_journal_runs VALUES ('run-e', NULL, 0, 1.0, NULL, 2)")
         raw.execute("INSERT INTO agenthub_journal VALUES ('run-e', 0, '{\"k\":\"header\"}'), ('run-e', 1, 'one')")
-        assert raw.execute("SELECT count(*) FROM sqlite_master WHERE name = 'agenthub_journal_append1'").fetchone() \
+        assert raw.execute("SELECT count(*) FROM sqlite_master WHERE name = 'agenthub_journal_append2'").fetchone() \
             == (0,)
     finally:
         raw.close()
@@ -517,8 +572,8 @@ def test_an_sqlite_file_of_an_earlier_agenthub_opens_resumes_and_takes_writes(tm
         store.close()
     raw = sqlite3.connect(path)
     try:
-        assert sorted(raw.execute("SELECT type, name FROM sqlite_master WHERE name = 'agenthub_journal_append1'")) \
-            == [("trigger", "agenthub_journal_append1"), ("view", "agenthub_journal_append1")]
+        assert sorted(raw.execute("SELECT type, name FROM sqlite_master WHERE name = 'agenthub_journal_append2'")) \
+            == [("trigger", "agenthub_journal_append2"), ("view", "agenthub_journal_append2")]
         assert raw.execute("SELECT value FROM agenthub_meta WHERE name = 'schema'").fetchone() == ("1",)
     finally:
         raw.close()

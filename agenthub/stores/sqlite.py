@@ -49,18 +49,22 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS agenthub_journal_runs_expires ON agenthub_journal_runs (expires)",
     # a journal write in one statement (``SQLiteStore._append_now``): an INSERT of one row (up to _MOST entries,
     # ``count`` of them given) into this view (no rows of its own) runs its trigger: the fenced update of the run's
-    # row (the holder's live lease, the next number, not expired) as ``_APPEND``, the fence failed (``_FENCE``)
-    # when no row was updated, the entries inserted as numbers ``seq``, ``seq + 1``...  Added to a file of an
-    # earlier agenthub when it opens (its tables as they were, so no new schema version; an earlier agenthub that
-    # shares the file ignores them and writes as it did)
-    "CREATE VIEW IF NOT EXISTS agenthub_journal_append1 AS SELECT NULL AS run_id, NULL AS owner, NULL AS seq, "
-    "NULL AS now, NULL AS expires, NULL AS count, " + ", ".join("NULL AS e{}".format(n) for n in range(_MOST)) +
-    " WHERE 0",
-    "CREATE TRIGGER IF NOT EXISTS agenthub_journal_append1 INSTEAD OF INSERT ON agenthub_journal_append1 BEGIN "
-    "UPDATE agenthub_journal_runs SET updated = NEW.now, expires = NEW.expires, entries = NEW.seq + NEW.count "
+    # row (the holder's live lease, the next number, not expired) as ``_APPEND`` (``release``: the lease let go in
+    # it, as ``_APPEND_RELEASE``), the fence failed (``_FENCE``) when no row was updated, the expiry set only when it
+    # changes (a run without a ttl keeps NULL: its index, a page of its own, is not written again each commit), the
+    # entries inserted as numbers ``seq``, ``seq + 1``...  Added to a file of an earlier agenthub when it opens (its
+    # tables as they were, so no new schema version; an earlier agenthub that shares the file ignores it and writes
+    # as it did, through its own view, ``agenthub_journal_append1``, or its transaction)
+    "CREATE VIEW IF NOT EXISTS agenthub_journal_append2 AS SELECT NULL AS run_id, NULL AS owner, NULL AS seq, "
+    "NULL AS now, NULL AS expires, NULL AS count, NULL AS release, " + ", ".join(
+        "NULL AS e{}".format(n) for n in range(_MOST)) + " WHERE 0",
+    "CREATE TRIGGER IF NOT EXISTS agenthub_journal_append2 INSTEAD OF INSERT ON agenthub_journal_append2 BEGIN "
+    "UPDATE agenthub_journal_runs SET updated = NEW.now, entries = NEW.seq + NEW.count, "
+    "owner = CASE WHEN NEW.release THEN NULL ELSE owner END, until = CASE WHEN NEW.release THEN 0 ELSE until END "
     "WHERE run_id = NEW.run_id AND owner = NEW.owner AND until > NEW.now AND entries = NEW.seq "
     "AND (expires IS NULL OR expires > NEW.now); "
     "SELECT RAISE(ABORT, 'agenthub journal fence') WHERE changes() != 1; "
+    "UPDATE agenthub_journal_runs SET expires = NEW.expires WHERE run_id = NEW.run_id AND expires IS NOT NEW.expires; "
     "INSERT INTO agenthub_journal (run_id, seq, entry) SELECT NEW.run_id, NEW.seq, NEW.e0" + "".join(
         " UNION ALL SELECT NEW.run_id, NEW.seq + {0}, NEW.e{0} WHERE NEW.count > {0}".format(n)
         for n in range(1, _MOST)) + "; END",
@@ -81,17 +85,19 @@ def sqlite_path(url: str) -> str:
     return path
 
 
-def _one(count: int, ttl: bool) -> str:
+def _one(count: int, ttl: bool, release: bool) -> str:
     """The statement that writes ``count`` entries through the view (parameters: run_id, owner, seq, now, the
-    expiry when ``ttl``, then the entries; no expiry, no entry: a NULL in the text, not a None bound)."""
+    expiry when ``ttl``, then the entries; no expiry, no entry: a NULL in the text, not a None bound); ``release``:
+    the lease let go in the same statement (the run's last write)."""
     first = 6 if ttl else 5
-    return "INSERT INTO agenthub_journal_append1 VALUES (?1, ?2, ?3, ?4, {}, {}, {})".format(
-        "?5" if ttl else "NULL", count,
+    return "INSERT INTO agenthub_journal_append2 VALUES (?1, ?2, ?3, ?4, {}, {}, {}, {})".format(
+        "?5" if ttl else "NULL", count, int(release),
         ", ".join("?{}".format(first + n) if n < count else "NULL" for n in range(_MOST)))
 
 
-_ONE = [""] + [_one(n, False) for n in range(1, _MOST + 1)]
-_ONE_TTL = [""] + [_one(n, True) for n in range(1, _MOST + 1)]
+#: the statements by (ttl, release), then by the number of entries
+_ONES = {(ttl, release): [""] + [_one(n, ttl, release) for n in range(1, _MOST + 1)]
+         for ttl in (False, True) for release in (False, True)}
 
 
 class SQLiteStore(JournalRows, StateStore):
@@ -384,18 +390,18 @@ class SQLiteStore(JournalRows, StateStore):
     def _append_now(self, run_id: str, owner: str, seq: int, entries: Sequence[str], ttl: Optional[float],
                     release: bool) -> None:
         """The entries written with their fence, on this thread's cursor: one INSERT into the view whose trigger
-        checks the fence, updates the run's row and inserts each entry (an implicit transaction that takes the
-        write lock first, waiting for it as ``BEGIN IMMEDIATE`` does: all or none); when the fence does not hold,
-        a release, or many entries, ``_append`` in its transaction (which says why the fence failed)."""
+        checks the fence, updates the run's row (``release``: lets its lease go) and inserts each entry (an implicit
+        transaction that takes the write lock first, waiting for it as ``BEGIN IMMEDIATE`` does: all or none); when
+        the fence does not hold, or many entries, ``_append`` in its transaction (which says why the fence failed)."""
         cursor = self._cursor()
         count = len(entries)
-        if not release and count <= _MOST:
+        if count <= _MOST:
             now = time.time()
             try:
                 if ttl is None:
-                    cursor.execute(_ONE[count], (run_id, owner, seq, now, *entries))
+                    cursor.execute(_ONES[False, release][count], (run_id, owner, seq, now, *entries))
                 else:
-                    cursor.execute(_ONE_TTL[count], (run_id, owner, seq, now, now + ttl, *entries))
+                    cursor.execute(_ONES[True, release][count], (run_id, owner, seq, now, now + ttl, *entries))
                 return
             except sqlite3.IntegrityError as exc:
                 if str(exc) != _FENCE:
