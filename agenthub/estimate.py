@@ -6,8 +6,8 @@ Text (messages, thinking, tool calls and results, the system prompt, tool schema
 UTF-8 bytes / 3, rounded up, above what BPE tokenizers give for English (about 4 characters a token)
 and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; audio sent as bytes
 ``AUDIO_TOKENS_PER_SECOND`` for each second its headers say it lasts (``audio_seconds``: WAV, MP3, ADTS AAC, FLAC,
-Ogg, MP4 / M4A), at least ``MEDIA_TOKENS``; audio whose length its bytes do not say, each video item, and each
-media item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
+Ogg, MP4 / M4A), at least ``MEDIA_TOKENS``, and so is audio in a ``data:audio/...`` URI; audio whose length its
+bytes do not say, each video item, and each media item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
 ``unknown_audio``); a document sent as bytes (a PDF, a text or
 office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are
 read as text and as images: a fixed figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
@@ -16,7 +16,7 @@ message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
 
 import json
 import math
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple
 
 __all__ = ["estimate_tokens", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio", "IMAGE_TOKENS", "MEDIA_TOKENS",
            "AUDIO_TOKENS_PER_SECOND", "MESSAGE_TOKENS",
@@ -200,10 +200,13 @@ def _ogg_seconds(data: Any) -> Optional[float]:
         at = data.rfind(b"OggS", floor, at)
         if at < 0:
             return None
+        if data[at + 4:at + 5] != b"\x00" or len(data) < at + 27:
+            continue
         granule = int.from_bytes(data[at + 6:at + 14], "little")
-        if data[at + 4:at + 5] == b"\x00" and data[at + 14:at + 18] == serial and granule < 1 << 63 and \
-                len(data) >= at + 27:
+        if data[at + 14:at + 18] == serial and granule < 1 << 63:
             return granule / float(rate) if granule else None
+        if data[at + 5] & 0x02 and at:  # a stream beginning after the first one's last page: a chained file, whose
+            return None  # later links' granules start again from 0 (the first link alone is not its length)
 
 
 def _boxes(data: Any, start: int, end: int) -> Iterable[Tuple[bytes, int, int]]:
@@ -225,14 +228,23 @@ def _boxes(data: Any, start: int, end: int) -> Iterable[Tuple[bytes, int, int]]:
         at += size
 
 
+#: an ISO media duration that says none (all ones)
+_NO_DURATION = (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
+
+
 def _mp4_seconds(data: Any) -> Optional[float]:
     """An MP4 / M4A file's length: its ``moov`` box's ``mvhd`` duration over its timescale (the boxes walked by
-    their sizes, nothing decoded); None where it says none (a fragmented file)."""
+    their sizes, nothing decoded); a fragmented file's (an ``mvex`` in the ``moov``: its sound is in fragments
+    after it, which ``mvhd`` does not count) its ``mehd`` fragment duration; None where it says none (a fragmented
+    file without ``mehd``)."""
     if data[4:8] != b"ftyp":
         return None
     for kind, body, end in _boxes(data, 0, len(data)):
         if kind == b"moov":
-            for inner, start, _ in _boxes(data, body, end):
+            scale = duration = 0
+            whole = None  # type: Optional[int]  # a fragmented file's mehd: the length of all its fragments
+            fragmented = False
+            for inner, start, stop in _boxes(data, body, end):
                 if inner == b"mvhd":
                     if data[start] == 1:
                         scale = int.from_bytes(data[start + 20:start + 24], "big")
@@ -240,10 +252,16 @@ def _mp4_seconds(data: Any) -> Optional[float]:
                     else:
                         scale = int.from_bytes(data[start + 12:start + 16], "big")
                         duration = int.from_bytes(data[start + 16:start + 20], "big")
-                    if not scale or not duration or duration in (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF):
-                        return None
-                    return duration / float(scale)
-            return None
+                elif inner == b"mvex":  # sound in moof fragments after the moov, which mvhd does not count
+                    fragmented = True
+                    for part, at, _ in _boxes(data, start, stop):
+                        if part == b"mehd":
+                            whole = int.from_bytes(data[at + 4:at + (12 if data[at] == 1 else 8)], "big")
+            if fragmented:
+                duration = max(duration, whole) if whole and whole not in _NO_DURATION else 0
+            if not scale or not duration or duration in _NO_DURATION:
+                return None
+            return duration / float(scale)
     return None
 
 
@@ -281,22 +299,58 @@ def _audio_tokens(data: Any) -> int:
 
 
 def unknown_audio(messages: Iterable[Mapping[str, Any]]) -> int:
-    """How many of the request's audio items (``inline_data`` of an ``audio/`` type) are of a length their bytes
-    do not say (``audio_seconds`` is None): ``estimate_tokens`` counts each ``MEDIA_TOKENS``, which may be far
-    below what it bills, so a Budget holds the most input the model takes for such a request."""
-    count = 0
+    """How many of the request's audio items (``inline_data`` of an ``audio/`` type, a ``data:audio/...`` URI) are
+    of a length their bytes do not say (``audio_seconds`` is None): ``estimate_tokens`` counts each
+    ``MEDIA_TOKENS``, which may be far below what it bills, so a Budget holds the most input the model takes for
+    such a request."""
+    return sum(1 for data in _audio(messages) if audio_seconds(data) is None)
+
+
+def _audio(messages: Iterable[Mapping[str, Any]]) -> Iterator[Any]:
+    """The data of each audio piece of a request: an ``inline_data`` item of an ``audio/`` type, and an
+    ``image_url`` item or a tool result's image holding a ``data:audio/...`` URI (sent as audio: Chat's
+    input_audio, Gemini's inlineData), its bytes decoded."""
     for message in messages or ():
         items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
         for item in items or ():
-            if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "inline_data" and \
-                    str(item.get("mime_type") or "").lower().startswith("audio/") and \
-                    audio_seconds(item.get("data")) is None:
-                count += 1
-    return count
+            if not (type(item) is dict or isinstance(item, Mapping)):
+                continue
+            kind = item.get("type")
+            if kind == "inline_data" and str(item.get("mime_type") or "").lower().startswith("audio/"):
+                yield item.get("data")
+            elif kind == "image_url" or kind == "tool_result":
+                for url in [item.get("image_url")] if kind == "image_url" else item.get("images") or ():
+                    data = _uri_audio(url)
+                    if data is not None:
+                        yield data
+
+
+def _uri_audio(url: Any) -> Optional[bytes]:
+    """The bytes of a ``data:`` URI of an ``audio/`` type (b"" when its payload does not decode: a length not
+    known); None for any other URL."""
+    if not isinstance(url, str) or not url[:11].lower().startswith("data:audio/"):
+        return None
+    head, comma, payload = url.partition(",")
+    if not comma:
+        return b""
+    if ";base64" not in head.lower():
+        from urllib.parse import unquote_to_bytes
+
+        return unquote_to_bytes(payload)
+    import base64
+
+    try:
+        return base64.b64decode(payload, validate=True)
+    except ValueError:  # (binascii.Error)
+        return b""
 
 
 def _url_tokens(url: str) -> int:
-    """An ``image_url`` item: a ``data:`` URI is measured (its base64 payload's decoded size), a URL is not."""
+    """An ``image_url`` item: a ``data:`` URI is measured (audio by its length, as ``inline_data`` audio is; anything
+    else by its base64 payload's decoded size), a URL is not."""
+    audio = _uri_audio(url)
+    if audio is not None:
+        return _audio_tokens(audio)
     if url.startswith("data:"):
         head, _, payload = url.partition(",")
         mime_type = head[5:].split(";", 1)[0] or "application/octet-stream"
@@ -363,12 +417,6 @@ def estimate_with_output(messages: Iterable[Mapping[str, Any]], config: Optional
 
 def audio_tokens(messages: Iterable[Mapping[str, Any]]) -> int:
     """The part of ``estimate_tokens`` that is audio: the request's audio items (``inline_data`` of an
-    ``audio/`` type), what a Budget holds at the model's audio input price."""
-    total = 0
-    for message in messages or ():
-        items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
-        for item in items or ():
-            if (type(item) is dict or isinstance(item, Mapping)) and item.get("type") == "inline_data" and \
-                    str(item.get("mime_type") or "").lower().startswith("audio/"):
-                total += _item_tokens(item)
-    return total
+    ``audio/`` type, an image_url item or a tool result's image holding a ``data:audio/...`` URI), what a Budget
+    holds at the model's audio input price."""
+    return sum(_audio_tokens(data) for data in _audio(messages))
