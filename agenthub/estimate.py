@@ -86,6 +86,8 @@ _MPEG_KBPS = {(3, 3): (32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 
 _MPEG_RATES = {3: (44100, 48000, 32000), 2: (22050, 24000, 16000), 0: (11025, 12000, 8000)}
 #: ADTS (AAC) sampling frequencies by index
 _ADTS_RATES = (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350)
+#: the longest an ADTS frame lasts: four blocks of 1024 samples at its lowest rate
+_ADTS_LONGEST = 4 * 1024 / 7350.0
 #: the fewest bytes a second of MPEG audio takes (8 kbit/s, the lowest bitrate any version and layer has): bytes
 #: after the frames that are not a frame count as that much sound, never less
 _MPEG_LEAST_BYTES_PER_SECOND = 1000
@@ -124,7 +126,8 @@ def _mpeg_frame(data: Any, at: int) -> Optional[Tuple[int, int, int]]:
 def _frames_seconds(data: Any) -> Optional[float]:
     """How long MPEG audio (an MP3) or ADTS AAC lasts: its frames walked header to header (the sound is never
     decoded), an ID3v2 tag before them skipped; bytes after the last frame that are no tag count at the lowest
-    MPEG bitrate (ADTS: unknown).  None when no frame begins the data or there are more than ``_MAX_FRAMES``."""
+    MPEG bitrate (ADTS: a last frame cut short what its header says, anything else unknown).  None when no frame
+    begins the data or there are more than ``_MAX_FRAMES``."""
     at = 0
     if data[:3] == b"ID3" and len(data) >= 10:
         at = 10 + ((data[6] & 0x7F) << 21 | (data[7] & 0x7F) << 14 | (data[8] & 0x7F) << 7 | (data[9] & 0x7F))
@@ -155,9 +158,15 @@ def _frames_seconds(data: Any) -> Optional[float]:
         return None  # (longer than the walk goes)
     rest = data[at:at + 8]
     if at < end and not (rest[:3] == b"TAG" or rest == b"APETAGEX" or rest[:6] == b"LYRICS"):
-        if adts:
-            return None  # (an AAC frame can be a few bytes: no bound on what the rest lasts)
-        seconds += (end - at) / float(_MPEG_LEAST_BYTES_PER_SECOND)
+        if not adts:
+            seconds += (end - at) / float(_MPEG_LEAST_BYTES_PER_SECOND)
+        elif end - at < 7 and data[at] == 0xFF:  # the last frame's header cut short: at most its longest
+            seconds += _ADTS_LONGEST
+        else:  # the last frame cut short lasts what its header says, at most; anything else has no bound
+            frame = _mpeg_frame(data, at)  # (an AAC frame can be a few bytes)
+            if frame is None or at + frame[0] <= end:
+                return None
+            seconds += frame[1] / float(frame[2])
     return seconds
 
 

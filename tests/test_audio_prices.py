@@ -414,3 +414,15 @@ def test_audio_in_a_data_uri_is_held_by_its_length_as_inline_data_is():
     webm = "data:audio/webm;base64," + base64.b64encode(b"\x1a\x45\xdf\xa3" + b"\x00" * 64).decode()
     messages = [{"role": "user", "content_items": [{"type": "image_url", "image_url": webm}]}]
     assert unknown_audio(messages) == 1 and audio_tokens(messages) == MEDIA_TOKENS
+
+
+def test_adts_whose_last_frame_is_cut_short_is_as_long_as_its_frames_say():
+    """An AAC stream cut mid-frame (a recording stopped, a capture of a live stream) was of unknown length, so a
+    Budget held the model's whole input for it (and refused it under a modest limit): the cut frame lasts what its
+    header says, at most; a header cut short at most the longest frame (4096 samples at 7350 Hz)."""
+    whole = _adts(9375)
+    assert audio_seconds(whole[:-5]) == pytest.approx(600.0, rel=1e-12)
+    # 5 bytes of the last frame's header: the 9374 frames before it and the longest a frame lasts
+    assert audio_seconds(whole[:-15]) == pytest.approx(9374 * 1024 / 16000.0 + 4096 / 7350.0, rel=1e-12)
+    assert audio_seconds(whole + b"\x00" * 5) is None  # (what is no frame: no bound)
+    assert audio_seconds(whole[:-20] + b"\x00" * 40) is None
