@@ -6,10 +6,10 @@ Text (messages, thinking, tool calls and results, the system prompt, tool schema
 UTF-8 bytes / 3, rounded up, above what BPE tokenizers give for English (about 4 characters a token)
 and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; audio sent as bytes
 ``AUDIO_TOKENS_PER_SECOND`` for each second its headers say it lasts (``audio_seconds``: WAV, MP3, ADTS AAC, FLAC,
-Ogg, MP4 / M4A), at least ``MEDIA_TOKENS``, and so is audio in a ``data:audio/...`` URI; audio whose length its
-bytes do not say, each video item, and each media item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
-``unknown_audio``); a document sent as bytes (a PDF, a text or
-office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are
+Ogg, MP4 / M4A; raw PCM by the rate its type names), at least ``MEDIA_TOKENS``, and so is audio in a
+``data:audio/...`` URI; audio whose length its bytes do not say, each video item, and each media item sent
+by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio: ``unknown_audio``); a
+document sent as bytes (a PDF, a text or office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are
 read as text and as images: a fixed figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
 message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
 """
@@ -274,11 +274,17 @@ def _mp4_seconds(data: Any) -> Optional[float]:
     return None
 
 
-def audio_seconds(data: Any) -> Optional[float]:
+def audio_seconds(data: Any, mime_type: Optional[str] = None) -> Optional[float]:
     """How long audio sent as bytes lasts, read from its headers (never decoded): a WAV (``wav_seconds``), an MP3
     or ADTS AAC (its frames walked), a FLAC (STREAMINFO), an Ogg file (Opus, Vorbis, FLAC or Speex: its last
-    page's granule position), an MP4 / M4A (``mvhd``); None for bytes of another kind, or whose headers do not
-    say it."""
+    page's granule position), an MP4 / M4A (``mvhd``); raw PCM, which has no header, from its size and the rate
+    its ``mime_type`` names (``audio/L16;rate=24000``: a Gemini speech answer, a Chat answer's pcm16; channels
+    and sample width as ``media.audio_format`` reads them); None for bytes of another kind, or whose headers do
+    not say it."""
+    if mime_type is not None and isinstance(data, (bytes, bytearray)):
+        pcm = _pcm_seconds(data, mime_type)
+        if pcm is not None:
+            return pcm
     if not isinstance(data, (bytes, bytearray)) or len(data) < 12:
         return None
     if type(data) is not bytes:
@@ -300,8 +306,29 @@ def audio_seconds(data: Any) -> Optional[float]:
     return None
 
 
-def _audio_tokens(data: Any) -> int:
-    seconds = audio_seconds(data)
+def _pcm_seconds(data: Any, mime_type: Any) -> Optional[float]:
+    """Raw PCM's length: its size over the bytes a second its type says (None unless it names a rate)."""
+    from .errors import ConfigError
+    from .media import _params, audio_format
+
+    if not isinstance(mime_type, str):
+        return None
+    kind, params = _params(mime_type)
+    if kind not in _PCM_KINDS or not any(params.get(name) for name in ("rate", "sample_rate", "samplerate")):
+        return None  # (a rate not named: no length, not a guess)
+    try:
+        rate, channels, width = audio_format(mime_type)
+    except ConfigError:
+        return None
+    return len(data) / float(rate * channels * width)
+
+
+#: the raw PCM types whose length ``_pcm_seconds`` reads from their rate (not audio/basic: 8-bit mu-law)
+_PCM_KINDS = frozenset(["audio/l8", "audio/l16", "audio/l24", "audio/l32", "audio/pcm", "audio/raw", "audio/x-raw"])
+
+
+def _audio_tokens(data: Any, mime_type: Optional[str] = None) -> int:
+    seconds = audio_seconds(data, mime_type)
     if seconds is None:
         return MEDIA_TOKENS
     return max(MEDIA_TOKENS, int(math.ceil(seconds * AUDIO_TOKENS_PER_SECOND)))
@@ -312,12 +339,12 @@ def unknown_audio(messages: Iterable[Mapping[str, Any]]) -> int:
     of a length their bytes do not say (``audio_seconds`` is None): ``estimate_tokens`` counts each
     ``MEDIA_TOKENS``, which may be far below what it bills, so a Budget holds the most input the model takes for
     such a request."""
-    return sum(1 for data in _audio(messages) if audio_seconds(data) is None)
+    return sum(1 for data, mime_type in _audio(messages) if audio_seconds(data, mime_type) is None)
 
 
-def _audio(messages: Iterable[Mapping[str, Any]]) -> Iterator[Any]:
-    """The data of each audio piece of a request: an ``inline_data`` item of an ``audio/`` type, and an
-    ``image_url`` item or a tool result's image holding a ``data:audio/...`` URI (sent as audio: Chat's
+def _audio(messages: Iterable[Mapping[str, Any]]) -> Iterator[Tuple[Any, str]]:
+    """(the data, its type) of each audio piece of a request: an ``inline_data`` item of an ``audio/`` type, and
+    an ``image_url`` item or a tool result's image holding a ``data:audio/...`` URI (sent as audio: Chat's
     input_audio, Gemini's inlineData), its bytes decoded."""
     for message in messages or ():
         items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
@@ -326,32 +353,34 @@ def _audio(messages: Iterable[Mapping[str, Any]]) -> Iterator[Any]:
                 continue
             kind = item.get("type")
             if kind == "inline_data" and str(item.get("mime_type") or "").lower().startswith("audio/"):
-                yield item.get("data")
+                yield item.get("data"), str(item.get("mime_type"))
             elif kind == "image_url" or kind == "tool_result":
                 for url in [item.get("image_url")] if kind == "image_url" else item.get("images") or ():
-                    data = _uri_audio(url)
-                    if data is not None:
-                        yield data
+                    audio = _uri_audio(url)
+                    if audio is not None:
+                        yield audio
 
 
-def _uri_audio(url: Any) -> Optional[bytes]:
-    """The bytes of a ``data:`` URI of an ``audio/`` type (b"" when its payload does not decode: a length not
-    known); None for any other URL."""
+def _uri_audio(url: Any) -> Optional[Tuple[bytes, str]]:
+    """(the bytes, the type) of a ``data:`` URI of an ``audio/`` type (b"" when its payload does not decode: a
+    length not known); None for any other URL."""
     if not isinstance(url, str) or not url[:11].lower().startswith("data:audio/"):
         return None
     head, comma, payload = url.partition(",")
+    params = head[5:].split(";")
+    mime_type = ";".join(param for param in params if param.strip().lower() != "base64")
     if not comma:
-        return b""
-    if ";base64" not in head.lower():
+        return b"", mime_type
+    if len(params) == len(mime_type.split(";")):
         from urllib.parse import unquote_to_bytes
 
-        return unquote_to_bytes(payload)
+        return unquote_to_bytes(payload), mime_type
     import base64
 
     try:
-        return base64.b64decode(payload, validate=True)
+        return base64.b64decode(payload, validate=True), mime_type
     except ValueError:  # (binascii.Error)
-        return b""
+        return b"", mime_type
 
 
 def _url_tokens(url: str) -> int:
@@ -359,7 +388,7 @@ def _url_tokens(url: str) -> int:
     else by its base64 payload's decoded size), a URL is not."""
     audio = _uri_audio(url)
     if audio is not None:
-        return _audio_tokens(audio)
+        return _audio_tokens(*audio)
     if url.startswith("data:"):
         head, _, payload = url.partition(",")
         mime_type = head[5:].split(";", 1)[0] or "application/octet-stream"
@@ -386,7 +415,7 @@ def _item_tokens(item: Mapping[str, Any]) -> int:
         data = item.get("data")
         mime_type = str(item.get("mime_type") or "")
         if mime_type.lower().startswith("audio/"):
-            return _audio_tokens(data)
+            return _audio_tokens(data, mime_type)
         size = len(data) if isinstance(data, (bytes, bytearray, str)) else None
         return media_tokens(mime_type, size)
     if kind == "inline_thinking":
@@ -428,4 +457,4 @@ def audio_tokens(messages: Iterable[Mapping[str, Any]]) -> int:
     """The part of ``estimate_tokens`` that is audio: the request's audio items (``inline_data`` of an
     ``audio/`` type, an image_url item or a tool result's image holding a ``data:audio/...`` URI), what a Budget
     holds at the model's audio input price."""
-    return sum(_audio_tokens(data) for data in _audio(messages))
+    return sum(_audio_tokens(data, mime_type) for data, mime_type in _audio(messages))
