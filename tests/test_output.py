@@ -703,3 +703,29 @@ def test_a_null_for_an_optional_field_is_left_out_on_every_wire(model, client_ty
         parsed = client.parse([USER], Order, retries=0)
     assert len(server.requests) == 1
     assert (parsed.value, parsed.json, parsed.attempts) == (Order("pen"), {"sku": "pen"}, 1)
+
+
+@dataclasses.dataclass
+class Pick:
+    sku: str
+    color: Literal["red", "blue", None] = "red"
+
+
+def test_a_null_an_optional_literal_allows_is_kept_not_read_as_left_out():
+    """``Literal["red", "blue", None] = "red"`` is ``{"enum": ["red", "blue", null]}``, no ``type``: a null is one of
+    its values, yet it was read as a null the strict form added for a property left out, so the model's explicit
+    ``null`` became the default ``"red"``, silently, on every wire (a pydantic model's field too)."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps({"sku": "pen", "color": None}))])] * 2
+        client = client_for(server, "openai-chat")
+        parsed = client.parse([USER], Pick, retries=0)
+        sent = server.requests[0]["body"]["response_format"]["json_schema"]["schema"]
+        assert sent["properties"]["color"] == {"enum": ["red", "blue", None]}
+        assert (parsed.value, parsed.json) == (Pick("pen", None), {"sku": "pen", "color": None})
+        pydantic = pytest.importorskip("pydantic")
+
+        class Picked(pydantic.BaseModel):
+            sku: str
+            color: Literal["red", "blue", None] = "red"
+
+        assert client.parse([USER], Picked, retries=0).value == Picked(sku="pen", color=None)

@@ -94,8 +94,13 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
 
 
 def _nullable(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` takes a null: its type, one of its enum values (``Literal["a", None]`` has no type), its
+    const, or one of its branches."""
     kind = schema.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    values = schema.get("enum")
+    if (isinstance(values, list) and None in values) or ("const" in schema and schema["const"] is None):
         return True
     return any(isinstance(s, dict) and _nullable(s) for s in (schema.get("anyOf") or schema.get("oneOf") or ()))
 
