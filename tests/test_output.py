@@ -729,3 +729,14 @@ def test_a_null_an_optional_literal_allows_is_kept_not_read_as_left_out():
             color: Literal["red", "blue", None] = "red"
 
         assert client.parse([USER], Picked, retries=0).value == Picked(sku="pen", color=None)
+
+        class Color(enum.Enum):
+            RED = "red"
+            UNSET = None
+
+        class Painted(pydantic.BaseModel):  # (an Enum is a $ref to its definition, which holds the null)
+            sku: str
+            color: Color = Color.RED
+
+        server.answers += [Answer([chat_text(json.dumps({"sku": "pen", "color": None}))])]
+        assert client.parse([USER], Painted, retries=0).value == Painted(sku="pen", color=Color.UNSET)

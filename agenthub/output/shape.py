@@ -163,7 +163,8 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
             out = {}
             for key, value in data.items():
                 sub = props.get(key)
-                if value is None and key not in required and isinstance(sub, Mapping) and not _nullable(sub):
+                if value is None and key not in required and isinstance(sub, Mapping) and \
+                        not _nullable(_resolved(sub, defs)):  # (a $ref to an Enum with a None member takes null)
                     continue
                 out[key] = _drop_added_nulls(value, sub, defs, depth + 1) if isinstance(sub, Mapping) else value
             return out
