@@ -740,3 +740,24 @@ def test_a_null_an_optional_literal_allows_is_kept_not_read_as_left_out():
 
         server.answers += [Answer([chat_text(json.dumps({"sku": "pen", "color": None}))])]
         assert client.parse([USER], Painted, retries=0).value == Painted(sku="pen", color=Color.UNSET)
+
+
+def test_a_pydantic_union_of_a_date_or_uuid_and_a_str_reads_as_pydantic_reads_the_json():
+    """Python mode first (a speed-up) read ``Union[date, str]`` and ``Union[UUID, str]`` as the str: in Python mode
+    a str is the exact match, where JSON mode (``model_validate_json``, how pydantic and the SDKs read a JSON reply,
+    and what agenthub did before) gives the date and the UUID.  A model with such a union is read in JSON mode."""
+    pydantic = pytest.importorskip("pydantic", minversion="2")
+    import datetime
+    import uuid
+
+    class Slot(pydantic.BaseModel):
+        day: Union[datetime.date, str]
+        ref: Union[uuid.UUID, str]
+        note: Optional[str] = None
+
+    answer = {"day": "2026-12-07", "ref": "12345678-1234-5678-1234-567812345678", "note": "x"}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))])]
+        parsed = client_for(server, "openai-chat").parse([USER], Slot, retries=0)
+    assert parsed.value == Slot.model_validate_json(json.dumps(answer))
+    assert (type(parsed.value.day), type(parsed.value.ref)) == (datetime.date, uuid.UUID)
