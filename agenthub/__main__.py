@@ -301,16 +301,25 @@ def _chat(args: Any) -> int:
     from .apps.chat import run
 
     if getattr(args, "output", None):  # --output FILE: the answer there, the rest on stderr as usual
-        from .apps.chat import AnswerFile
+        from .apps.chat import INTERRUPTED, AnswerFile
 
         out = AnswerFile(args.output)  # type: Any  # (a TextIO for run: write, flush, isatty)
+        ended = "did not finish"
         try:
             status = run(args, out)
             if status == 0:
-                out.write("")  # (an empty answer: FILE is empty, as asked)
+                out.commit()  # (the whole answer replaces FILE; an empty answer too: FILE is empty, as asked)
+            elif status == INTERRUPTED:
+                ended = "was stopped"
             return status
+        except KeyboardInterrupt:
+            ended = "was stopped"
+            raise
         finally:
-            out.close()
+            if out.close():  # stopped or failed mid-answer: FILE as it was, what was begun dropped
+                from .apps.terminal import safe
+
+                print(safe("[--output {}: left as it was (the answer {})]".format(args.output, ended)), file=sys.stderr)
     return run(args, sys.stdout)
 
 

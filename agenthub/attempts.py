@@ -162,7 +162,9 @@ class Attempt(object):
     ``catalog.endpoint_tier``: ``regional`` for Claude on a Vertex AI regional endpoint; None otherwise),
     ``cut_usd`` (None, or what a Budget counted for attempts the provider accepted that brought no answer: cut,
     timed out or aborted after their 2xx head, each at its whole hold, since what the provider billed for
-    them is unknown; on the call: every route's).
+    them is unknown; on the call: every route's), ``account`` (a mark of the credentials the route's client sends,
+    ``breaker.account_mark``, never a credential: a rate limiter's pause of a 429 holds that account's requests;
+    None when it sends none, or is not known).
     May change: ``request`` (the plan the next attempt encodes: an ``HttpRequest`` whose ``.url`` is
     the path and ``.body`` the JSON body, before the host adds URL and credential; before_attempt may
     swap it), ``retry`` and ``delay`` (on_error: whether and after how many seconds to try again),
@@ -176,12 +178,13 @@ class Attempt(object):
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
                  "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised", "rejected",
-                 "tier")
+                 "tier", "account")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
                  call: Optional["Attempt"] = None, route: Optional[Dict[str, Any]] = None,
-                 server: Optional[Tuple[str, int]] = None, provider: Optional[str] = None) -> None:
+                 server: Optional[Tuple[str, int]] = None, provider: Optional[str] = None,
+                 account: Optional[str] = None) -> None:
         self.kind = kind
         self.provider = provider
         self.client_type = client_type
@@ -216,6 +219,7 @@ class Attempt(object):
         self.cut_usd = None  # type: Optional[float]
         self.rejected = False
         self.tier = None  # type: Optional[str]  # the catalog tier the route's endpoint bills at (Vertex AI regional)
+        self.account = account  # a mark of the route's credentials (breaker.account_mark), never one
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""

@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-__all__ = ["DEFAULTS", "Breaker", "breaker_for", "endpoint_name", "reset", "settings", "clock"]
+__all__ = ["DEFAULTS", "Breaker", "breaker_for", "endpoint_name", "account_mark", "reset", "settings", "clock"]
 
 #: the defaults of ``circuit_breaker``
 DEFAULTS = {"failures": 3, "cooldown": 30.0}
@@ -126,6 +126,31 @@ def endpoint_name(host: str, path: str = "", credentials: Iterable[Any] = ()) ->
         mark = hmac.new(_MARK_KEY, "\x00".join(values).encode("utf-8", "surrogatepass"), hashlib.sha256)
         name += " key:" + mark.hexdigest()[:16]
     return name
+
+
+#: the salt and rounds of ``account_mark``'s slow hash
+_ACCOUNT_SALT = b"agenthub rate-limit account"
+_ACCOUNT_ROUNDS = 10000
+_accounts = {}  # type: Dict[str, str]  # a credential set's mark in this process -> its account_mark
+
+
+def account_mark(credentials: Iterable[Any] = ()) -> Optional[str]:
+    """A mark of the ``credentials`` requests carry that is the same in every process: a rate limiter's pause of a
+    429 holds the requests of that account, and a shared store (SQLite, Redis) keeps it for the other processes.
+    64 bits of a slow salted hash (PBKDF2-SHA256): never a credential, nor a quick test of a guessed one (each
+    credential set is hashed once a process); None without credentials."""
+    values = sorted(set(value for value in credentials if isinstance(value, str) and value))
+    if not values:
+        return None
+    joined = "\x00".join(values).encode("utf-8", "surrogatepass")
+    local = hmac.new(_MARK_KEY, joined, hashlib.sha256).hexdigest()
+    found = _accounts.get(local)
+    if found is None:
+        found = hashlib.pbkdf2_hmac("sha256", joined, _ACCOUNT_SALT, _ACCOUNT_ROUNDS).hex()[:16]
+        if len(_accounts) >= 4096:  # (a process that makes clients of ever new keys: a bounded cache)
+            _accounts.clear()
+        _accounts[local] = found
+    return found
 
 
 def reset() -> None:

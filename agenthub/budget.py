@@ -335,6 +335,8 @@ class BudgetHook(AttemptHook):
             if id(attempt) in self._holds:
                 return  # a retry, or a background response's resume: the call's hold stands
         config = attempt.config or {}
+        if not self.budget.allow_unpriced and offers_image_tool(getattr(attempt.request, "body", None)):
+            raise ConfigError("{}: {}".format(attempt.client_type, IMAGE_TOOL_REFUSED))
         limit = 0 if self.embeddings else getattr(attempt.request, "max_output", None)  # the plan's (HttpRequest)
         if limit is None and config.get("max_tokens") is not None:
             limit = config["max_tokens"]
@@ -351,12 +353,12 @@ class BudgetHook(AttemptHook):
             else:
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
-        inputs = estimate_tokens(attempt.messages or (), config)
         from .catalog import fast_tier, find_model
-        from .estimate import audio_tokens, unknown_audio
+        from .estimate import estimate_parts
 
-        heard = min(audio_tokens(attempt.messages or ()), inputs)
-        if unknown_audio(attempt.messages or ()):
+        inputs, heard, unknown = estimate_parts(attempt.messages or (), config)  # (each audio item read once)
+        heard = min(heard, inputs)
+        if unknown:
             # audio whose bytes do not say how long it lasts (a format whose headers agenthub does not read): it may
             # bill up to the model's whole input, so that is held (at the audio price), never a flat guess
             row = find_model(attempt.model)
@@ -432,6 +434,21 @@ class BudgetHook(AttemptHook):
                 _cut_cost(attempt, charged)
         else:
             hold.release()  # failed before the provider took it, or the provider said it failed: nothing billed
+
+
+#: why a Budget (without allow_unpriced) refuses a request offering OpenAI's image_generation tool
+IMAGE_TOOL_REFUSED = ("a budget cannot bound a request that may call OpenAI's image_generation tool (its images are "
+                      "billed apart, at the image model's rates; no usage counts them, and a turn may make several): "
+                      "remove the tool, or pass Budget(max_usd, allow_unpriced=True) to let its images run uncounted "
+                      "(the rest of the turn is held, and the turn settled at its whole hold)")
+
+
+def offers_image_tool(body: Any) -> bool:
+    """Whether a request body (the planned request's, config and ``extra_body`` merged; or an ``extra_body``) offers
+    the model OpenAI's ``image_generation`` built-in tool (a Responses request's ``tools``)."""
+    tools = body.get("tools") if isinstance(body, Mapping) else None
+    return isinstance(tools, (list, tuple)) and any(
+        isinstance(tool, Mapping) and tool.get("type") == "image_generation" for tool in tools)
 
 
 def _billed(error: Any) -> Optional[Mapping[str, Any]]:

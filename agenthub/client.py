@@ -56,11 +56,11 @@ from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
 from ._redact import secret_values, shown_url, url_query_secrets
 from ._redact import body_secrets
-from .breaker import endpoint_name, settings as breaker_settings
+from .breaker import account_mark, endpoint_name, settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_origin, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
-from .foreign import RESULTS_NEXT, for_dialect, for_dialect_resumed, results_next_to_calls
+from .foreign import for_dialect, for_dialect_resumed, results_next_to_calls
 from .providers import DIALECTS
 from .providers._common import Endpoint, Prior, apply_extras
 from .catalog import endpoint_tier
@@ -520,14 +520,14 @@ class AutoLLMClient(object):
                                       "{})".format(index, tool["name"], self.client_type, self._dialect,
                                                    rule.tool_names[1]))
         if rule is None or not rule.relays:  # (a server checks its upstream's)
-            check_tool_pairs(self.client_type, self._dialect, messages, config)
+            check_tool_pairs(self.client_type, messages, config, rule is not None and rule.answers_required)
         if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
             config = dict(config)
             foreign_thinking = config.pop("foreign_thinking")
         else:
             foreign_thinking = "drop"
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
-        if self._dialect in RESULTS_NEXT:
+        if rule is not None and rule.results_next:
             joined = results_next_to_calls(messages)
             if joined is not messages:  # (a text before a call's results, or results one message each: one message)
                 try:
@@ -543,6 +543,11 @@ class AutoLLMClient(object):
         """``_build``'s request plan of ``messages`` as ``agenthub.foreign`` converts them for the dialect."""
         record = self._protocol
         build = record.build_request
+        endpoint = self._endpoint
+        if foreign_thinking == "text" and self._dialect == "openai-chat" and not endpoint.quirks.get("reasoning_field"):
+            # a Chat host that reads no known reasoning field: the history's reasoning goes as text in content
+            endpoint = Endpoint(endpoint.client_type, endpoint.base_url, endpoint.api_key, endpoint.headers,
+                                dict(endpoint.quirks, reasoning_as_text=True), endpoint.model)
         if prior is not None and getattr(build, "takes_prior", False):
             messages = for_dialect_resumed(messages, self._dialect, foreign_thinking, prior)  # type: ignore[assignment]
         else:
@@ -551,11 +556,11 @@ class AutoLLMClient(object):
         try:
             if stateful and record.chains_turns:
                 if prior is not None:
-                    return build(self._endpoint, self.model, messages, config, stateful=True, prior=prior)
-                return build(self._endpoint, self.model, messages, config, stateful=True)
+                    return build(endpoint, self.model, messages, config, stateful=True, prior=prior)
+                return build(endpoint, self.model, messages, config, stateful=True)
             if prior is not None:
-                return build(self._endpoint, self.model, messages, config, prior=prior)
-            return build(self._endpoint, self.model, messages, config)
+                return build(endpoint, self.model, messages, config, prior=prior)
+            return build(endpoint, self.model, messages, config)
         except AgentHubError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
@@ -748,7 +753,7 @@ class AutoLLMClient(object):
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
         around one document instead of a stream."""
-        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route(), server=url_server(self._endpoint.base_url), provider=self._provider), _transport().Watch(), record,
+        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route(), server=url_server(self._endpoint.base_url), provider=self._provider, account=self._account(self._hooks)), _transport().Watch(), record,
                               lambda body: (body.document,))
         try:
             return next(documents)
@@ -852,7 +857,7 @@ class AutoLLMClient(object):
                       if key not in ("extra_headers", "extra_body")}
             hooks = merge_hooks(hooks, entry._hooks)
         call = Attempt("stream", entry.client_type, entry.model, request, messages, config, route=entry._route(),
-                       server=url_server(entry._endpoint.base_url), provider=entry._provider)
+                       server=url_server(entry._endpoint.base_url), provider=entry._provider, account=entry._account(hooks))
         call.tier = endpoint_tier(entry.client_type, entry.model, entry._endpoint.base_url)
         if reattach is None:
             events = self._attempts(call, watch, hooks)
@@ -1066,7 +1071,7 @@ class AutoLLMClient(object):
 
         def attempts(call: Attempt, watch: Any, hooks: Sequence[AttemptHook],
                      deadline: Optional[float]) -> Iterator[UniEvent]:
-            sub = call if entry is self else entry._call_for(call)
+            sub = call if entry is self else entry._call_for(call, hooks)
             return entry._attempts_here(sub, watch, hooks, deadline, whole_call=False)
 
         return Route(entry._route(), entry._circuit(), hooks, attempts)
@@ -1085,7 +1090,18 @@ class AutoLLMClient(object):
                 self.model)
         return key
 
-    def _call_for(self, call: Attempt) -> Attempt:
+    def _account(self, hooks: Sequence[AttemptHook]) -> Optional[str]:
+        """A mark of this client's credentials (``breaker.account_mark``: the same in every process, never a
+        credential): a rate limiter's pause of a 429 holds this account's requests, not another key's on the same
+        host and model.  Made once (a slow hash, once a process for each credential set), when a rate limiter is
+        among ``hooks`` (the attempt's): None otherwise (nothing reads it)."""
+        if not any(getattr(hook, "shares", None) == "limiter" for hook in hooks):
+            return None
+        if "_account_mark" not in self.__dict__:
+            self._account_mark = account_mark(self.credential_values())
+        return self._account_mark
+
+    def _call_for(self, call: Attempt, hooks: Sequence[AttemptHook] = ()) -> Attempt:
         """The primary's call as this fallback client sends it: the same messages and config, its own request.
         Per-request ``extra_headers`` and ``extra_body`` belong to the endpoint they were written for (a
         gateway's key, a vendor field): a fallback never gets them."""
@@ -1094,7 +1110,7 @@ class AutoLLMClient(object):
                   if key not in ("extra_headers", "extra_body")}
         routed = Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
                          messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url),
-                         provider=self._provider)
+                         provider=self._provider, account=self._account(hooks))
         routed.tier = endpoint_tier(self.client_type, self.model, self._endpoint.base_url)
         return routed
 

@@ -6,20 +6,21 @@ Text (messages, thinking, tool calls and results, the system prompt, tool schema
 UTF-8 bytes / 3, rounded up, above what BPE tokenizers give for English (about 4 characters a token)
 and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; audio sent as bytes
 ``AUDIO_TOKENS_PER_SECOND`` for each second its headers say it lasts (``audio_seconds``: WAV, MP3, ADTS AAC, FLAC,
-Ogg, MP4 / M4A; raw PCM by the rate its type names), at least ``MEDIA_TOKENS``, and so is audio in a
-``data:audio/...`` URI; audio whose length its bytes do not say, each video item, and each media item sent
-by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio: ``unknown_audio``); a
-document sent as bytes (a PDF, a text or office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least
-``MEDIA_TOKENS`` (a PDF's pages are read as text and as images: a fixed figure was 36 times too low for a long
-one).  ``MESSAGE_TOKENS`` per
+Ogg, MP4 / M4A, WebM / Matroska; raw PCM by the rate its type names), at least ``MEDIA_TOKENS``, and so is
+audio in a ``data:audio/...`` URI; audio whose length its bytes do not say, each video item, and each media
+item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
+``unknown_audio``); a document sent as bytes (a PDF, a text or office file) its size over
+``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as text and as images: a fixed
+figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
 message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
 """
 
 import json
 import math
-from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple
+import struct
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-__all__ = ["estimate_tokens", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio", "IMAGE_TOKENS", "MEDIA_TOKENS",
+__all__ = ["estimate_tokens", "estimate_parts", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio", "IMAGE_TOKENS", "MEDIA_TOKENS",
            "AUDIO_TOKENS_PER_SECOND", "MESSAGE_TOKENS",
            "TOOL_TOKENS", "DOCUMENT_BYTES_PER_TOKEN"]
 
@@ -275,17 +276,95 @@ def _mp4_seconds(data: Any) -> Optional[float]:
     return None
 
 
+#: Matroska / WebM (EBML) element ids: the EBML header, its DocType, the Segment, its Info, the Info's
+#: TimestampScale (nanoseconds a tick, 1,000,000 when absent) and Duration (a float of ticks)
+_EBML, _DOC_TYPE, _SEGMENT, _INFO, _SCALE, _DURATION = 0x1A45DFA3, 0x4282, 0x18538067, 0x1549A966, 0x2AD7B1, 0x4489
+#: the most elements ``_webm_seconds`` steps over at each level (SeekHead, Void, Tracks, Clusters... before Info)
+_MAX_ELEMENTS = 256
+
+
+def _ebml_element(data: Any, at: int, end: int) -> Optional[Tuple[int, int, Optional[int]]]:
+    """The EBML element whose id begins at ``at``: (its id, its body's start, its body's end: None for a size that
+    says "unknown", else at most ``end``); None where no whole id and size lie before ``end``."""
+    parts = []
+    for limit in (4, 8):  # (an id is a variable-length int of at most 4 bytes, its marker bit kept; a size 8)
+        first = data[at] if at < end else 0
+        length = 9 - first.bit_length()
+        if not first or length > limit or at + length > end:
+            return None
+        parts.append((int.from_bytes(data[at:at + length], "big"), length))
+        at += length
+    (ident, _), (size, length) = parts
+    size &= (1 << (7 * length)) - 1  # (the size's marker bit dropped)
+    if size == (1 << (7 * length)) - 1:
+        return ident, at, None
+    return ident, at, min(at + size, end)
+
+
+def _webm_seconds(data: Any) -> Optional[float]:
+    """A WebM / Matroska file's length: its Segment's Info Duration times its TimestampScale (the elements walked
+    by their sizes, at most ``_MAX_ELEMENTS`` at each level: the Info comes before the clusters in practice); None
+    when it has none (a live recording: browsers' MediaRecorder writes none) or says one that is no length."""
+    end = len(data)
+    head = _ebml_element(data, 0, end)
+    if head is None or head[0] != _EBML or head[2] is None:
+        return None
+    doc_type = None
+    at = head[1]
+    for _ in range(_MAX_ELEMENTS):
+        element = _ebml_element(data, at, head[2])
+        if element is None or element[2] is None:
+            break
+        if element[0] == _DOC_TYPE:
+            doc_type = bytes(data[element[1]:element[2]]).rstrip(b"\x00")
+        at = element[2]
+    if doc_type not in (b"webm", b"matroska"):
+        return None
+    segment = _ebml_element(data, head[2], end)
+    if segment is None or segment[0] != _SEGMENT:
+        return None
+    at, stop = segment[1], end if segment[2] is None else segment[2]
+    for _ in range(_MAX_ELEMENTS):
+        element = _ebml_element(data, at, stop)
+        if element is None or element[2] is None:
+            return None  # (cut short, or an element of unknown size: a cluster of a live recording)
+        if element[0] == _INFO:
+            scale, duration = 1000000, None
+            at = element[1]
+            for _ in range(_MAX_ELEMENTS):
+                child = _ebml_element(data, at, element[2])
+                if child is None or child[2] is None:
+                    break
+                body = bytes(data[child[1]:child[2]])
+                if child[0] == _SCALE and 1 <= len(body) <= 8:
+                    scale = int.from_bytes(body, "big")
+                elif child[0] == _DURATION and len(body) in (4, 8):
+                    duration = struct.unpack(">f" if len(body) == 4 else ">d", body)[0]
+                at = child[2]
+            if duration is None or not scale:
+                return None
+            return duration * (scale / 1e9)  # (a NaN, infinite or absurd figure: audio_seconds says None)
+        at = element[2]
+    return None
+
+
+#: the longest audio ``audio_seconds`` believes a header about (about 31 years): a longer figure (an infinite or
+#: absurd float, a 64-bit tick count) is no length, and the audio's length is unknown
+_MAX_SECONDS = 1e9
+
+
 def audio_seconds(data: Any, mime_type: Optional[str] = None) -> Optional[float]:
     """How long audio sent as bytes lasts, read from its headers (never decoded): a WAV (``wav_seconds``), an MP3
     or ADTS AAC (its frames walked), a FLAC (STREAMINFO), an Ogg file (Opus, Vorbis, FLAC or Speex: its last
-    page's granule position), an MP4 / M4A (``mvhd``); raw PCM, which has no header, from its size and the rate
-    its ``mime_type`` names (``audio/L16;rate=24000``: a Gemini speech answer, a Chat answer's pcm16; channels
-    and sample width as ``media.audio_format`` reads them); None for bytes of another kind, or whose headers do
-    not say it."""
+    page's granule position), an MP4 / M4A (``mvhd``), a WebM / Matroska (its Segment Info's Duration); raw PCM,
+    which has no header, from its size and the rate its ``mime_type`` names (``audio/L16;rate=24000``: a Gemini
+    speech answer, a Chat answer's pcm16; channels and sample width as ``media.audio_format`` reads them); None
+    for bytes of another kind, whose headers do not say it, or that say a length that is none (not above 0, NaN,
+    infinite, or above ``_MAX_SECONDS``)."""
     if mime_type is not None and isinstance(data, (bytes, bytearray)):
         pcm = _pcm_seconds(data, mime_type)
         if pcm is not None:
-            return pcm
+            return pcm if 0 < pcm <= _MAX_SECONDS else None
     if not isinstance(data, (bytes, bytearray)) or len(data) < 12:
         return None
     if type(data) is not bytes:
@@ -293,18 +372,22 @@ def audio_seconds(data: Any, mime_type: Optional[str] = None) -> Optional[float]
     head = data[:4]
     try:
         if head == b"RIFF":
-            return wav_seconds(data)
-        if head == b"fLaC":
-            return _flac_seconds(data)
-        if head == b"OggS":
-            return _ogg_seconds(data)
-        if data[4:8] == b"ftyp":
-            return _mp4_seconds(data)
-        if head[:3] == b"ID3" or data[0] == 0xFF:
-            return _frames_seconds(data)
-    except (IndexError, ValueError, ZeroDivisionError):  # (a header cut short: bounds checked, but never a crash)
+            seconds = wav_seconds(data)
+        elif head == b"fLaC":
+            seconds = _flac_seconds(data)
+        elif head == b"OggS":
+            seconds = _ogg_seconds(data)
+        elif data[4:8] == b"ftyp":
+            seconds = _mp4_seconds(data)
+        elif head[:3] == b"ID3" or data[0] == 0xFF:
+            seconds = _frames_seconds(data)
+        elif head == b"\x1a\x45\xdf\xa3":
+            seconds = _webm_seconds(data)
+        else:
+            return None
+    except (IndexError, ValueError, ZeroDivisionError, OverflowError, struct.error):  # (bounds checked: never a crash)
         return None
-    return None
+    return seconds if seconds is not None and 0 < seconds <= _MAX_SECONDS else None  # (False for a NaN)
 
 
 def _pcm_seconds(data: Any, mime_type: Any) -> Optional[float]:
@@ -328,8 +411,7 @@ def _pcm_seconds(data: Any, mime_type: Any) -> Optional[float]:
 _PCM_KINDS = frozenset(["audio/l8", "audio/l16", "audio/l24", "audio/l32", "audio/pcm", "audio/raw", "audio/x-raw"])
 
 
-def _audio_tokens(data: Any, mime_type: Optional[str] = None) -> int:
-    seconds = audio_seconds(data, mime_type)
+def _seconds_tokens(seconds: Optional[float]) -> int:
     if seconds is None:
         return MEDIA_TOKENS
     return max(MEDIA_TOKENS, int(math.ceil(seconds * AUDIO_TOKENS_PER_SECOND)))
@@ -340,26 +422,26 @@ def unknown_audio(messages: Iterable[Mapping[str, Any]]) -> int:
     of a length their bytes do not say (``audio_seconds`` is None): ``estimate_tokens`` counts each
     ``MEDIA_TOKENS``, which may be far below what it bills, so a Budget holds the most input the model takes for
     such a request."""
-    return sum(1 for data, mime_type in _audio(messages) if audio_seconds(data, mime_type) is None)
+    return estimate_parts(messages)[2]
 
 
-def _audio(messages: Iterable[Mapping[str, Any]]) -> Iterator[Tuple[Any, str]]:
-    """(the data, its type) of each audio piece of a request: an ``inline_data`` item of an ``audio/`` type, and
+#: the items that may hold audio: inline_data, and a data:audio/... URI in an image_url item or a tool result's images
+_AUDIO_KINDS = frozenset(["inline_data", "image_url", "tool_result"])
+
+
+def _audio_of(item: Mapping[str, Any]) -> Optional[List[Tuple[Any, Any]]]:
+    """(the data, its type) of each piece of audio ``item`` holds: an ``inline_data`` item of an ``audio/`` type,
     an ``image_url`` item or a tool result's image holding a ``data:audio/...`` URI (sent as audio: Chat's
-    input_audio, Gemini's inlineData), its bytes decoded."""
-    for message in messages or ():
-        items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
-        for item in items or ():
-            if not (type(item) is dict or isinstance(item, Mapping)):
-                continue
-            kind = item.get("type")
-            if kind == "inline_data" and str(item.get("mime_type") or "").lower().startswith("audio/"):
-                yield item.get("data"), str(item.get("mime_type"))
-            elif kind == "image_url" or kind == "tool_result":
-                for url in [item.get("image_url")] if kind == "image_url" else item.get("images") or ():
-                    audio = _uri_audio(url)
-                    if audio is not None:
-                        yield audio
+    input_audio, Gemini's inlineData), its bytes decoded; None when it holds none."""
+    kind = item.get("type")
+    if kind == "inline_data":
+        mime_type = item.get("mime_type")
+        return [(item.get("data"), mime_type)] if str(mime_type or "").lower().startswith("audio/") else None
+    if kind == "image_url":
+        audio = _uri_audio(item.get("image_url"))
+        return None if audio is None else [audio]
+    found = [audio for audio in map(_uri_audio, item.get("images") or ()) if audio is not None]
+    return found or None
 
 
 def _uri_audio(url: Any) -> Optional[Tuple[bytes, str]]:
@@ -389,7 +471,7 @@ def _url_tokens(url: str) -> int:
     else by its base64 payload's decoded size), a URL is not."""
     audio = _uri_audio(url)
     if audio is not None:
-        return _audio_tokens(*audio)
+        return _seconds_tokens(audio_seconds(*audio))
     if url.startswith("data:"):
         head, _, payload = url.partition(",")
         mime_type = head[5:].split(";", 1)[0] or "application/octet-stream"
@@ -412,11 +494,9 @@ def _item_tokens(item: Mapping[str, Any]) -> int:
     if kind == "image_url":
         url = item.get("image_url")  # (the data model's field: a URL or a data: URI)
         return _url_tokens(url) if isinstance(url, str) else IMAGE_TOKENS
-    if kind == "inline_data":
+    if kind == "inline_data":  # (not audio: estimate_parts reads an audio item's length)
         data = item.get("data")
         mime_type = str(item.get("mime_type") or "")
-        if mime_type.lower().startswith("audio/"):
-            return _audio_tokens(data, mime_type)
         size = len(data) if isinstance(data, (bytes, bytearray, str)) else None
         return media_tokens(mime_type, size)
     if kind == "inline_thinking":
@@ -426,14 +506,34 @@ def _item_tokens(item: Mapping[str, Any]) -> int:
 
 def estimate_tokens(messages: Iterable[Mapping[str, Any]], config: Optional[Mapping[str, Any]] = None) -> int:
     """The input tokens of a request, estimated locally (the module doc has the rules)."""
+    return estimate_parts(messages, config)[0]
+
+
+def estimate_parts(messages: Iterable[Mapping[str, Any]],
+                   config: Optional[Mapping[str, Any]] = None) -> Tuple[int, int, int]:
+    """(``estimate_tokens``, the part of it that is audio: ``audio_tokens``, how many audio items are of a length
+    their bytes do not say: ``unknown_audio``), in one pass over the messages: each audio item's bytes are read
+    once (a Budget's hold needs all three; ten minutes of MP3 is some 23,000 frame headers)."""
     config = config or {}
-    total = 0
+    total = heard = unknown = 0
     for message in messages or ():
         total += MESSAGE_TOKENS
         items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
         for item in items or ():
             if type(item) is dict or isinstance(item, Mapping):
-                total += _item_tokens(item)
+                pieces = _audio_of(item) if item.get("type") in _AUDIO_KINDS else None
+                if pieces is None:
+                    total += _item_tokens(item)
+                    continue
+                for data, mime_type in pieces:  # (each read once)
+                    seconds = audio_seconds(data, mime_type if isinstance(mime_type, str) else None)
+                    tokens = _seconds_tokens(seconds)
+                    heard += tokens
+                    unknown += seconds is None
+                    total += tokens
+                if item["type"] == "tool_result":  # (its text, and its images that are no audio)
+                    total += _item_tokens(dict(item, images=[image for image in item.get("images") or ()
+                                                             if _uri_audio(image) is None]))
     system = config.get("system_prompt")
     if isinstance(system, str):
         total += MESSAGE_TOKENS + text_tokens(system)
@@ -442,7 +542,7 @@ def estimate_tokens(messages: Iterable[Mapping[str, Any]], config: Optional[Mapp
     schema = config.get("response_format")
     if isinstance(schema, Mapping) and schema.get("schema") is not None:
         total += _json_tokens(schema["schema"])
-    return total
+    return total, heard, unknown
 
 
 def estimate_with_output(messages: Iterable[Mapping[str, Any]], config: Optional[Mapping[str, Any]] = None) -> int:
@@ -458,4 +558,4 @@ def audio_tokens(messages: Iterable[Mapping[str, Any]]) -> int:
     """The part of ``estimate_tokens`` that is audio: the request's audio items (``inline_data`` of an
     ``audio/`` type, an image_url item or a tool result's image holding a ``data:audio/...`` URI), what a Budget
     holds at the model's audio input price."""
-    return sum(_audio_tokens(data, mime_type) for data, mime_type in _audio(messages))
+    return estimate_parts(messages)[1]

@@ -20,8 +20,10 @@ sends it again):
    other id is sent byte for byte.
    An id the target's own protocol issued (a tool_call whose fidelity carries the family's mark: an
    openai-chat server's long id is marked ``issued_id``) goes back to that protocol as it came.
-   Where a request takes each id once (Anthropic, Bedrock, Responses, Interactions: ``UNIQUE_IDS``), a call whose id an
-   earlier call took gets an id of its own, and so do the results that follow it.
+   Where a request takes each id once (Anthropic, Bedrock, Responses, Interactions: their dialect records'
+   ``unique_call_ids``), a call whose id an earlier call took (a server numbering its calls from 0 each turn:
+   Kimi's ``functions.<name>:0``) goes out as ``call_<24 hex digits of the SHA-256 of the id, a NUL and its
+   count>``, and so do the results that follow it.
 4. Claude's redacted thinking moves between Claude's two wires: Anthropic's ``redacted_thinking`` ``data``
    (fidelity ``redacted_data``) and Bedrock Converse's ``reasoningContent.redactedContent`` (fidelity
    ``redacted_content``, a blob the JSON wire carries as base64) are the same bytes, base64 text on both, so an
@@ -30,14 +32,14 @@ sends it again):
 5. Nothing else changes: order (each tool_result still follows its call), text, tool arguments, media.
 
 Apart from these, ``results_next_to_calls`` (for the wires that take a call's results only in the user turn right
-after it: Anthropic, Gemini and its Interactions API, Chat Completions) joins the user messages that follow an
+after it, their records' ``results_next``: Anthropic, Gemini and its Interactions API, Chat Completions) joins the user messages that follow an
 assistant message into one when one after the first holds tool results (a text typed while the tools ran before
 them, or the results given one message each, as Chat Completions' tool messages come: Gemini takes all of a
 function call turn's responses in the one turn after it): each wire then sends the results first, as it does
 within one message (Bedrock joins consecutive user messages itself).
 
 The marks, what each dialect reads and its tool_call id rule are facts of its record in the dialect index
-(``agenthub.providers.DIALECTS``: ``marks``, ``reads``, ``call_ids``); ``MARKS`` and ``READS`` below are read from it.
+(``agenthub.providers.DIALECTS``: ``marks``, ``reads``, ``call_ids``, ``unique_call_ids``, ``results_next``); ``MARKS`` and ``READS`` below are read from it.
 """
 
 import base64
@@ -51,7 +53,7 @@ from .providers import ALL_FAMILIES, ANY_ID, DIALECTS
 from .validate import CACHE_BREAKPOINT
 
 __all__ = ["MARKS", "READS", "family_of", "for_dialect", "for_dialect_resumed", "FOREIGN_THINKING",
-           "results_next_to_calls", "RESULTS_NEXT", "UNIQUE_IDS"]
+           "results_next_to_calls"]
 
 logger = logging.getLogger("agenthub")
 
@@ -136,7 +138,8 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
 def _taken(dialect: str) -> Optional[Tuple[Dict[str, int], Dict[str, str]]]:
     """For a dialect whose ids must be unique in a request: (tool_call id -> how many calls took it so far, id ->
     the id its latest call goes out as), empty; None for the others."""
-    return ({}, {}) if dialect in UNIQUE_IDS else None
+    record = DIALECTS.get(dialect)
+    return ({}, {}) if record is not None and record.unique_call_ids else None
 
 
 def for_dialect_resumed(messages: Sequence[Mapping[str, Any]], dialect: str, foreign_thinking: str,
@@ -173,22 +176,6 @@ def for_dialect_resumed(messages: Sequence[Mapping[str, Any]], dialect: str, for
     return out
 
 
-#: the dialects whose API takes each tool call id once in a request (Claude: "`tool_use` ids must be unique", a 400,
-#: on Anthropic's API and Bedrock's alike; the Responses API: "Duplicate function_call_output for call_id ...
-#: Each function_call must have exactly one matching function_call_output"); the Interactions API, whose input is
-#: one list of steps where a function_result names its function_call by ``call_id`` alone (two calls of one id
-#: there leave a result's call to guess): a call whose id an earlier call of
-#: the history took (a server numbering its calls from 0 each turn: Kimi's "functions.<name>:0") goes out as
-#: ``call_<24 hex digits of the SHA-256 of the id, a NUL and its count>``, and so do the results after it
-UNIQUE_IDS = frozenset(("anthropic", "bedrock", "openai-responses", "gemini-interactions"))
-
-
-#: the dialects whose API takes a call's results only in the user turn right after the call (Anthropic: "tool_result
-#: blocks must come first" in that message; Gemini: the function response turn comes right after the function call
-#: turn, as the Interactions API's steps are sent; Chat Completions: the tool messages follow the assistant message
-#: with 'tool_calls'), and which join no user messages themselves (Bedrock joins consecutive user messages;
-#: Responses' input items keep their order)
-RESULTS_NEXT = frozenset(("anthropic", "gemini", "gemini-interactions", "openai-chat"))
 
 
 def results_next_to_calls(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:

@@ -14,7 +14,8 @@ The providers' own figures are read from every answer's headers (``observe``):
 reset is an RFC 3339 time).  When one says nothing is left, every user of the limiter waits for its
 reset before sending to that endpoint.  A 429's Retry-After (``pause``) holds back every user's requests
 to the endpoint that asked for it, not only the one that got it; other endpoints (a failover route) go
-on.  An endpoint is client type, host and port, model (``endpoint_key``: one limiter is one account's); a pause
+on.  An endpoint is client type, host and port, model and a mark of the credentials (``endpoint_key``: a 429 of
+one API key does not hold another key's requests, in this process or, with a shared store, any other); a pause
 or a header read without one (``pause(s)``, ``observe(headers)``) holds every endpoint.  Requests that
 booked their slots before a pause and slept through it take new slots after it, spaced as any others.
 
@@ -52,7 +53,8 @@ from ._forks import renew_lock_after_fork
 __all__ = ["RateLimiter", "LimiterHook", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339",
            "endpoint_key"]
 
-#: (client type, (host, port), model): the endpoint a pause holds (None in a part: not known)
+#: (client type, (host, port), model, account): the endpoint a pause holds (None in a part: not known; a key without
+#: the account, three parts, holds every account)
 Key = Tuple[Any, ...]
 
 #: the longest a header or a Retry-After may hold everyone back (a broken header must not stall a job for a day)
@@ -183,11 +185,13 @@ def _lower(headers: Any, having: Optional[str] = None) -> Mapping[str, str]:
 
 
 def endpoint_key(attempt: Any) -> Key:
-    """The endpoint an attempt goes to, as a pause holds it: (client type, (host, port), model).
+    """The endpoint an attempt goes to, as a pause holds it: (client type, (host, port), model, account).
 
     The host and port are the attempt's ``server`` when it has one, else those of the URL it was sent to
     (``sent``, once encoded); None while neither is known (a pause then holds every host of that client
-    type and model)."""
+    type and model).  The account is the attempt's ``account``, a mark of the credentials its client sends
+    (``breaker.account_mark``, never a credential): a 429 of one API key does not hold a fallback on another key of
+    the same host and model; None (no credentials, or not known) holds, and is held by, every account."""
     server = getattr(attempt, "server", None)
     if isinstance(server, (tuple, list)) and len(server) == 2:
         where = (str(server[0]).lower(), server[1])  # type: Any
@@ -202,7 +206,8 @@ def endpoint_key(attempt: Any) -> Key:
                 if origin is not None:
                     where = (origin[1].lower(), origin[2])
                     break
-    return (getattr(attempt, "client_type", None), where, getattr(attempt, "model", None))
+    return (getattr(attempt, "client_type", None), where, getattr(attempt, "model", None),
+            getattr(attempt, "account", None))
 
 
 def _holds(pause_key: Key, key: Optional[Key]) -> bool:

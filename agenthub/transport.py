@@ -97,8 +97,8 @@ def forget_connections(session: Any) -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _LOOKUPS_LOCK, _LOOKUPS
-    _LOOKUPS_LOCK, _LOOKUPS = threading.Lock(), {}  # (the lookups under way are the parent's threads')
+    global _LOOKUPS_LOCK, _LOOKUPS, _SLOT_WAITS
+    _LOOKUPS_LOCK, _LOOKUPS, _SLOT_WAITS = threading.Lock(), {}, []  # (the lookups under way: the parent's threads')
     for watch in list(_WATCHES):
         watch._forked()
     for session in list(_SESSIONS):
@@ -160,7 +160,9 @@ class _WatchedPoolMixin(object):
 # can reach before it is connected (an abort waited for the whole connect timeout).  A connection of a
 # watched pool does both itself: the name is looked up in a thread of its own, waited for within the
 # connect timeout, and the socket being connected is where ``interrupt`` finds it (a shutdown ends the
-# connect at once).  One lookup runs per name at a time: callers of the same name wait for the same one.
+# connect at once).  One lookup runs per name at a time: callers of the same name wait for the same one; and
+# at most MAX_LOOKUPS lookup threads run at once (a resolver that never answers keeps its threads: a lookup of
+# yet another name waits for one to end, within its connect timeout, rather than start one more).
 
 
 class _Connecting(object):
@@ -212,6 +214,10 @@ class _Lookup(object):
 
 _LOOKUPS = {}  # type: Dict[Tuple[Any, ...], _Lookup]  # (host, port, family) -> the lookup under way
 _LOOKUPS_LOCK = threading.Lock()
+#: lookup threads that may run at once (a resolver that never answers keeps each of its threads for ever: past
+#: these, a lookup of another name waits for one to end, within its caller's connect timeout and deadline)
+MAX_LOOKUPS = 8
+_SLOT_WAITS = []  # type: List[threading.Event]  # the callers waiting for a lookup thread to end
 
 
 def _look_up(key: Tuple[Any, ...], lookup: _Lookup) -> None:
@@ -220,13 +226,19 @@ def _look_up(key: Tuple[Any, ...], lookup: _Lookup) -> None:
     except BaseException as exc:  # handed to every caller waiting for it
         lookup.error = exc
     finally:
-        with _LOOKUPS_LOCK:
-            lookup.done = True
-            if _LOOKUPS.get(key) is lookup:
-                del _LOOKUPS[key]
-            wakes, lookup.wakes = lookup.wakes, []
-        for wake in wakes:
-            wake.set()
+        _finished(key, lookup)
+
+
+def _finished(key: Tuple[Any, ...], lookup: _Lookup) -> None:
+    """The lookup is over: its callers are woken, and so are those waiting for a lookup thread to end."""
+    with _LOOKUPS_LOCK:
+        lookup.done = True
+        if _LOOKUPS.get(key) is lookup:
+            del _LOOKUPS[key]
+        wakes, lookup.wakes = lookup.wakes, []
+        wakes.extend(_SLOT_WAITS)  # (a thread is free: who waits for one tries again)
+    for wake in wakes:
+        wake.set()
 
 
 def _is_address(host: str) -> bool:
@@ -245,15 +257,15 @@ def _resolve(host: str, port: int, family: int, seconds: Optional[float], connec
     if _is_address(host):
         return socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
     key = (host, port, family)
-    with _LOOKUPS_LOCK:
-        lookup = _LOOKUPS.get(key)
-        start = lookup is None
-        if lookup is None:
-            lookup = _LOOKUPS[key] = _Lookup()
-        lookup.wakes.append(connecting.wake)
-    if start:
-        threading.Thread(target=_look_up, args=(key, lookup), name="agenthub-resolve", daemon=True).start()
-    connecting.wake.wait(None if seconds is None else min(max(seconds, 0.0), threading.TIMEOUT_MAX))
+    ends = None if seconds is None else time.monotonic() + min(max(seconds, 0.0), threading.TIMEOUT_MAX)
+    lookup = _joined(key, connecting, ends)
+    while True:  # (a wake meant for the wait for a thread may come late: only the lookup's end, a stop or time count)
+        with _LOOKUPS_LOCK:
+            done = lookup.done
+        if done or connecting.stopped or (ends is not None and time.monotonic() >= ends):
+            break
+        connecting.wake.wait(_left(ends))
+        connecting.wake.clear()
     with _LOOKUPS_LOCK:
         done = lookup.done
         if not done:
@@ -268,6 +280,46 @@ def _resolve(host: str, port: int, family: int, seconds: Optional[float], connec
             raise type(error)(*error.args)
         raise OSError("the host name lookup failed ({})".format(type(error).__name__))
     return lookup.result
+
+
+def _left(ends: Optional[float]) -> Optional[float]:
+    return None if ends is None else max(ends - time.monotonic(), 0.0)
+
+
+def _joined(key: Tuple[Any, ...], connecting: _Connecting, ends: Optional[float]) -> _Lookup:
+    """The lookup of ``key`` under way, or a new one in a thread of its own once fewer than MAX_LOOKUPS run; its
+    end wakes ``connecting.wake``.  Waiting for a thread ends at ``ends`` (a socket.timeout) or at a stop."""
+    while True:
+        connecting.wake.clear()  # (before the look: a stop or a thread's end after it sets it again)
+        with _LOOKUPS_LOCK:
+            lookup = _LOOKUPS.get(key)
+            start = lookup is None and len(_LOOKUPS) < MAX_LOOKUPS
+            if start:
+                lookup = _LOOKUPS[key] = _Lookup()
+            if lookup is not None:
+                lookup.wakes.append(connecting.wake)
+                if connecting.wake in _SLOT_WAITS:
+                    _SLOT_WAITS.remove(connecting.wake)
+                break
+            if connecting.stopped or (ends is not None and time.monotonic() >= ends):
+                if connecting.wake in _SLOT_WAITS:
+                    _SLOT_WAITS.remove(connecting.wake)
+                break
+            if connecting.wake not in _SLOT_WAITS:
+                _SLOT_WAITS.append(connecting.wake)
+        connecting.wake.wait(_left(ends))
+    if lookup is None:
+        if connecting.stopped:
+            raise _stopped_connect()
+        raise socket.timeout("no host name lookup could start within the connect timeout ({} lookups of other "
+                             "names are under way and have not answered)".format(MAX_LOOKUPS))
+    if start:
+        try:
+            threading.Thread(target=_look_up, args=(key, lookup), name="agenthub-resolve", daemon=True).start()
+        except RuntimeError as exc:  # ("can't start new thread": the callers of this name are told, in words)
+            lookup.error = OSError("the host name lookup could not start a thread ({})".format(exc))
+            _finished(key, lookup)
+    return lookup
 
 
 def _connect(conn: Any, connecting: _Connecting) -> socket.socket:

@@ -534,24 +534,16 @@ def count_marks(messages: Sequence[Mapping[str, Any]]) -> int:
     return sum(sum(cache_marks(message)) for message in messages)
 
 
-#: the dialects whose API refuses a tool call left unanswered when another message follows it (Gemini: "the number
-#: of function response parts is equal to the number of function call parts of the function call turn", a 400; its
-#: Interactions API runs the same models on the same turns: an interaction whose function calls wait ends
-#: ``requires_action``, and the next input must carry a function_result per call, so a history is held to
-#: generateContent's rule there too: what one Gemini wire takes, the other takes).
-#: Chat Completions servers differ: the hosts known to refuse ("An assistant message with 'tool_calls' must be
-#: followed by tool messages responding to each 'tool_call_id'": OpenAI, Azure, DeepSeek, DashScope, Moonshot) set
-#: the endpoint quirk ``answers_required``; a local server, which may take such a history, is not checked
-ANSWERS_REQUIRED = frozenset(("anthropic", "bedrock", "openai-responses", "gemini", "gemini-interactions"))
 #: extra_body fields that continue state held by the server: the calls a result answers are not in the messages
 _SERVER_STATE = ("previous_response_id", "conversation", "previous_interaction_id")
 
 
-def check_tool_pairs(client: str, dialect: str, messages: Sequence[Mapping[str, Any]],
-                     config: Mapping[str, Any], answers_required: bool = False) -> None:
+def check_tool_pairs(client: str, messages: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
+                     answers_required: bool) -> None:
     """A tool_result answers a tool_call of an earlier assistant message (every wire refuses one that does not,
-    or cannot send it: Gemini needs the call's name), and on the ``ANSWERS_REQUIRED`` dialects (or with
-    ``answers_required``: the endpoint's quirk) every call is answered in the user messages before the next
+    or cannot send it: Gemini needs the call's name), and with ``answers_required`` (the dialect record's, or a
+    Chat Completions endpoint's quirk: Gemini says "the number of function response parts is equal to the number
+    of function call parts of the function call turn") every call is answered in the user messages before the next
     assistant message (a call in the last message may stay open).
     ConfigError before sending.  Items carrying a provider's own server item (an MCP approval request and its
     answer) are the server's business; a continuation of server-side state (``extra_body``) is not checked."""
@@ -559,13 +551,12 @@ def check_tool_pairs(client: str, dialect: str, messages: Sequence[Mapping[str, 
     if extra and isinstance(extra, _Mapping) and any(extra.get(name) for name in _SERVER_STATE):
         return
     # (one pass, no Python call per item: a long history costs a loop, not a function call per message)
-    required = answers_required or dialect in ANSWERS_REQUIRED
     called = set()  # type: set
     open_calls = []  # type: List[Tuple[int, Mapping[str, Any]]]
     for index, message in enumerate(messages):
         items = message.get("content_items") or ()
         if message.get("role") == "assistant":
-            if open_calls and required:
+            if open_calls and answers_required:
                 _unanswered(client, open_calls[0])
             open_calls = []
             for item in items:
@@ -585,7 +576,7 @@ def check_tool_pairs(client: str, dialect: str, messages: Sequence[Mapping[str, 
                 if open_calls[position][1].get("tool_call_id") == call_id:
                     del open_calls[position]
                     break
-    if open_calls and required and messages[-1].get("role") != "assistant":
+    if open_calls and answers_required and messages[-1].get("role") != "assistant":
         _unanswered(client, open_calls[0])
 
 

@@ -363,6 +363,120 @@ def test_audio_whose_length_is_unknown_holds_the_models_whole_input():
     assert caught.value.needed_usd == pytest.approx((TEXT_ESTIMATE * 0.3 + heard * 1 + 100 * 2.5) / 1e6, rel=1e-12)
 
 
+def _refused_on_gemini(messages, max_usd):
+    """The BudgetExceededError of a gemini-2.5-flash request of ``messages`` under ``Budget(max_usd)`` (nothing
+    sent)."""
+    with Upstream() as up:
+        up.routes["up"] = Route(b"")
+        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=up.url + "/up",
+                               api_key="sk-test-0123456789", max_retries=0, budget=Budget(max_usd))
+        with pytest.raises(BudgetExceededError) as caught:
+            client.response(messages, {"max_tokens": 100})
+        assert up.requests == []
+    return caught.value
+
+
+def test_a_budget_hold_reads_each_audio_item_once(monkeypatch):
+    """A Budget's hold needs the estimate, its audio part and whether an audio item's length is unknown: each was a
+    walk of the audio's bytes (``audio_seconds``: ten minutes of MP3 is 22,969 frame headers, some 13 ms), three
+    walks of every item before each request.  One pass now gives all three."""
+    import agenthub.estimate as estimate
+
+    reads = []
+    real = estimate.audio_seconds
+    monkeypatch.setattr(estimate, "audio_seconds", lambda data, mime_type=None: reads.append(len(data)) or real(data, mime_type))
+    mp3 = _mp3(600 * 44100 // 1152 + 1)
+    webm = b"\x1a\x45\xdf\xa3" + b"\x00" * 64
+    messages = [{"role": "user", "content_items": [
+        {"type": "text", "text": "Transcribe this"}, {"type": "inline_data", "data": mp3, "mime_type": "audio/mpeg"},
+        {"type": "inline_data", "data": webm, "mime_type": "audio/webm"}]}]
+    assert estimate.estimate_parts(messages) == (TEXT_ESTIMATE + 19201 + MEDIA_TOKENS, 19201 + MEDIA_TOKENS, 1)
+    assert reads == [len(mp3), len(webm)]
+    del reads[:]
+    window = find_model("gemini-2.5-flash")["context_window"]
+    refused = _refused_on_gemini(messages, 0.01)
+    assert reads == [len(mp3), len(webm)]  # (was each three times)
+    assert refused.needed_usd == pytest.approx((TEXT_ESTIMATE * 0.3 + (window - TEXT_ESTIMATE) * 1 + 100 * 2.5)
+                                                    / 1e6, rel=1e-12)
+
+
+def _ebml(ident, body, size_length=None):
+    """One EBML element: its id (bytes, marker bit kept), its size as a variable-length int, its body; a size of
+    ``b"\\x01\\xff\\xff\\xff\\xff\\xff\\xff\\xff"`` (``size_length=0``) says "unknown"."""
+    if size_length == 0:
+        return ident + b"\x01\xff\xff\xff\xff\xff\xff\xff" + body
+    length = size_length or 8
+    return ident + ((1 << (7 * length)) | len(body)).to_bytes(length, "big") + body
+
+
+def _webm(seconds=None, scale=None, doc_type=b"webm", wide=True, before=b"", segment_size=None, tail=b"\x00" * 4000):
+    """A WebM: its EBML header, a Segment (of unknown size when ``segment_size`` is 0) whose Info says
+    ``seconds`` (a Duration of ticks of ``scale`` ns, 1 ms when None) after ``before`` (other elements), a Tracks
+    element and a cluster of ``tail``."""
+    header = _ebml(b"\x1a\x45\xdf\xa3", _ebml(b"\x42\x86", b"\x01", 1) + _ebml(b"\x42\x82", doc_type, 1) +
+                   _ebml(b"\x42\x87", b"\x04", 1))
+    info = _ebml(b"\x2a\xd7\xb1", struct.pack(">I", scale), 1) if scale is not None else b""
+    if seconds is not None:
+        ticks = seconds * 1e9 / (scale or 1000000)
+        info += _ebml(b"\x44\x89", struct.pack(">d", ticks) if wide else struct.pack(">f", ticks), 1)
+    info += _ebml(b"\x4d\x80", b"agenthub-test", 1)  # (MuxingApp)
+    body = before + _ebml(b"\x15\x49\xa9\x66", info) + _ebml(b"\x16\x54\xae\x6b", b"\x00" * 40) + \
+        _ebml(b"\x1f\x43\xb6\x75", tail)
+    return header + _ebml(b"\x18\x53\x80\x67", body, segment_size)
+
+
+SEEK_AND_VOID = _ebml(b"\x11\x4d\x9b\x74", b"\x00" * 60) + _ebml(b"\xec", b"\x00" * 100, 1)
+
+
+def test_the_length_of_webm_audio_is_read_from_its_segment_info():
+    """A WebM (or Matroska) was audio of unknown length: a Budget held the model's whole context window for ten
+    minutes of Opus in WebM.  Its Segment Info says how long it lasts (Duration, in ticks of TimestampScale
+    nanoseconds); a WebM with none (a browser's MediaRecorder writes none), or one that says no length, is still
+    unknown."""
+    assert audio_seconds(_webm(600)) == pytest.approx(600.0, rel=1e-12)
+    assert audio_seconds(_webm(600, wide=False)) == pytest.approx(600.0, rel=1e-6)  # (a 4-byte float)
+    assert audio_seconds(_webm(90.5, scale=1000000000, doc_type=b"matroska", before=SEEK_AND_VOID,
+                               segment_size=0)) == pytest.approx(90.5, rel=1e-12)
+    assert audio_seconds(_webm(600, scale=100000)) == pytest.approx(600.0, rel=1e-12)
+    messages = [{"role": "user", "content_items": [{"type": "inline_data", "data": _webm(600),
+                                                    "mime_type": "audio/webm"}]}]
+    assert (audio_tokens(messages), unknown_audio(messages)) == (19200, 0)
+    for data in (_webm(None), _webm(600, doc_type=b"mkv"), _webm(0), _webm(-5), _webm(float("nan")),
+                 _webm(float("inf")), _webm(2e9), _webm(1e300, scale=0xFFFFFFFF), _webm(600, scale=0),
+                 _webm(600, before=_ebml(b"\x1f\x43\xb6\x75", b"\x00" * 10, 0)),  # a live cluster before the Info
+                 _webm(600)[:60], _webm(600)[:4] + b"\x00" * 60, b"\x1a\x45\xdf\xa3" + b"\xff" * 12):
+        assert audio_seconds(data) is None, data[:80]
+    window = find_model("gemini-2.5-flash")["context_window"]
+    refused = _refused_on_gemini(messages, 0.001)
+    assert refused.needed_usd == pytest.approx((4 * 0.3 + 19200 * 1 + 100 * 2.5) / 1e6, rel=1e-12)
+    assert refused.needed_usd < window * 1 / 1e6 / 10  # (was the whole window: 1,048,576 tokens)
+
+
+def test_no_webm_crashes_or_hangs_the_estimate():
+    """Whatever a WebM's bytes say (sizes past the end, ids and sizes of 9 bytes, unknown sizes, floats of any
+    bits), ``audio_seconds`` is a length in (0, 1e9] or None: never an exception, never a long walk."""
+    hypothesis = pytest.importorskip("hypothesis")
+    strategies = hypothesis.strategies
+    good = _webm(600, before=SEEK_AND_VOID, tail=b"\x00" * 64)
+
+    @hypothesis.settings(max_examples=400, deadline=None, database=None)
+    @hypothesis.given(strategies.binary(max_size=300), strategies.lists(strategies.tuples(
+        strategies.integers(0, len(good) - 1), strategies.integers(0, 255)), max_size=8),
+        strategies.integers(0, len(good)))
+    def check(noise, flips, cut):
+        mutated = bytearray(good)
+        for at, value in flips:
+            mutated[at] = value
+        for data in (b"\x1a\x45\xdf\xa3" + noise, bytes(mutated[:cut]), bytes(mutated) + noise):
+            seconds = audio_seconds(data)
+            assert seconds is None or (isinstance(seconds, float) and 0 < seconds <= 1e9)
+            messages = [{"role": "user", "content_items": [{"type": "inline_data", "data": data,
+                                                            "mime_type": "audio/webm"}]}]
+            assert estimate_tokens(messages) >= MEDIA_TOKENS
+
+    check()
+
+
 def _box(kind, body):
     return struct.pack(">I", 8 + len(body)) + kind + body
 

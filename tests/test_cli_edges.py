@@ -42,18 +42,16 @@ def _recording():
         return handle.read()
 
 
-def test_ctrl_c_in_a_one_shot_answer_exits_130_as_a_tool_run_does(server, tmp_path):
-    """`agenthub chat MODEL "prompt" > out && next`: an answer Ctrl-C stopped is not a success (it exited 0)."""
+def _ctrl_c_mid_answer(server, tmp_path, argv, started):
+    """(exit status, stdout, stderr) of ``agenthub ARGV`` sent SIGINT once its answer began (``started(child)``
+    returns then; the answer's first chunk is sent, then the server waits 5 s at most for the rest)."""
     chunks = _recording().split(b"\n\n")
-    gate = threading.Event()  # the answer starts, then waits (5 s at most): the test interrupts it meanwhile
+    gate = threading.Event()
     server.answers.append(Answer([chunks[0] + b"\n\n" + chunks[1] + b"\n\n", b"data: [DONE]\n\n"], gate=gate))
-    child = subprocess.Popen([sys.executable, "-m", "agenthub", "chat", "demo-model", "hi"] + _local(server),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path), cwd=ROOT)
+    child = subprocess.Popen([sys.executable, "-m", "agenthub"] + argv + _local(server), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=_env(tmp_path), cwd=ROOT)
     try:
-        ready, _, _ = select.select([child.stdout], [], [], 30)
-        assert ready, "the answer never started"
-        started = os.read(child.stdout.fileno(), 100)
-        assert started.startswith(b"It is ")
+        started(child)
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=30)
     finally:
@@ -61,7 +59,19 @@ def test_ctrl_c_in_a_one_shot_answer_exits_130_as_a_tool_run_does(server, tmp_pa
         if child.poll() is None:
             child.kill()
             child.communicate()
-    assert child.returncode == 130, err
+    return child.returncode, out, err
+
+
+def _answer_on_stdout(child):
+    ready, _, _ = select.select([child.stdout], [], [], 30)
+    assert ready, "the answer never started"
+    assert os.read(child.stdout.fileno(), 100).startswith(b"It is ")
+
+
+def test_ctrl_c_in_a_one_shot_answer_exits_130_as_a_tool_run_does(server, tmp_path):
+    """`agenthub chat MODEL "prompt" > out && next`: an answer Ctrl-C stopped is not a success (it exited 0)."""
+    status, out, err = _ctrl_c_mid_answer(server, tmp_path, ["chat", "demo-model", "hi"], _answer_on_stdout)
+    assert status == 130, err
     assert (out, err) == (b"\n", b"[stopped]\n")  # (the answer's line ended, and said so)
     logged = _agenthub(["logs", "list"], _env(tmp_path))
     assert logged.stdout.decode("utf-8").startswith("no conversations logged yet")  # (a stopped turn is not kept)
@@ -520,3 +530,43 @@ def test_logs_and_batch_status_json_on_a_terminal_escape_the_c1_and_bidi_control
         shown = capsys.readouterr()[0]
     assert JSON_HOSTILE_SHOWN in shown and not any(char in shown for char in "\x7f\u009b\u009c\u009d\u202e")
     assert JSON_HOSTILE in json.dumps(json.loads(shown), ensure_ascii=False)
+
+
+def _wait_for_a_file_holding(folder, text, child, seconds=30.0):
+    """Wait until some file in ``folder`` holds ``text`` (the answer's first words, wherever they are written)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and child.poll() is None:
+        for name in os.listdir(str(folder)):
+            try:
+                with open(os.path.join(str(folder), name), "rb") as handle:
+                    if text in handle.read():
+                        return
+            except OSError:
+                pass
+        time.sleep(0.02)
+    raise AssertionError("the answer never started")
+
+
+def test_ctrl_c_mid_answer_leaves_the_output_file_as_it_was_and_no_temporary_file(server, tmp_path):
+    """`agenthub chat MODEL PROMPT --output FILE`, Ctrl-C while the answer streams: FILE was truncated at the answer's
+    first byte and left holding half an answer (exit 130, but the previous content gone).  The answer is written
+    beside FILE and renamed over it once whole: a stopped answer leaves FILE as it was, and nothing beside it."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    kept = folder / "summary.txt"
+    kept.write_text("precious\n")
+    os.chmod(str(kept), 0o640)
+    status, out, err = _ctrl_c_mid_answer(server, tmp_path, ["chat", "demo-model", "hi", "--output", str(kept)],
+                                          lambda child: _wait_for_a_file_holding(folder, b"It is ", child))
+    assert status == 130, err
+    assert (out, err.decode("utf-8")) == (b"", "[stopped]\n[--output {}: left as it was (the answer was "
+                                               "stopped)]\n".format(kept))
+    assert sorted(os.listdir(str(folder))) == ["summary.txt"]
+    assert kept.read_text() == "precious\n"
+    # a whole answer replaces it, with the file's permissions kept
+    server.answers.append(Answer([_recording()]))
+    result = _agenthub(["chat", "demo-model", "hi", "--output", str(kept)] + _local(server), _env(tmp_path))
+    assert (result.returncode, result.stdout) == (0, b""), result.stderr
+    assert kept.read_text(encoding="utf-8") == ANSWER_TEXT + "\n"
+    assert sorted(os.listdir(str(folder))) == ["summary.txt"]
+    assert os.stat(str(kept)).st_mode & 0o7777 == 0o640

@@ -115,3 +115,41 @@ def test_models_flags_that_would_be_ignored_are_refused(argv, said, capsys):
     assert main(argv) == 1
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", "error: ConfigError: {}\n".format(said))
+
+
+def test_chat_output_replaces_a_links_target_writes_a_device_in_place_and_keeps_a_file_a_cut_answer_began(
+        server, tmp_path, capsys):
+    """--output FILE writes beside FILE and renames once the answer is whole: through a symbolic link the target
+    is replaced (the link kept), /dev/null is written in place (never replaced by a file), a new file gets the
+    umask's mode as open() gives it, and an answer the connection cut leaves FILE as it was, nothing beside it."""
+    import os
+    import stat
+
+    from sse_server import Answer
+
+    target = tmp_path / "real.txt"
+    target.write_text("old\n")
+    link = tmp_path / "link.txt"
+    os.symlink(str(target), str(link))
+    server.answers.append(chat_answer("Nile"))
+    assert main(["chat", "m", "Name a river.", "--output", str(link)] + local(server)) == 0
+    assert (os.path.islink(str(link)), target.read_text(encoding="utf-8")) == (True, "Nile\n")
+    server.answers.append(chat_answer("Nile"))
+    assert main(["chat", "m", "Name a river.", "--output", os.devnull] + local(server)) == 0
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    umask = os.umask(0o022)
+    try:
+        server.answers.append(chat_answer("Nile"))
+        fresh = tmp_path / "fresh.txt"
+        assert main(["chat", "m", "Name a river.", "--output", str(fresh)] + local(server)) == 0
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(os.stat(str(fresh)).st_mode) == 0o644
+    capsys.readouterr()
+    first = {"choices": [{"index": 0, "delta": {"content": "The Ni"}, "finish_reason": None}]}
+    server.answers.append(Answer([("data: " + json.dumps(first) + "\n\n").encode()], chunked=False))
+    assert main(["chat", "m", "Name a river.", "--output", str(target), "--max-retries", "0"] + local(server)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("[--output {}: left as it was (the answer did not finish)]\nerror: ".format(target)), err
+    assert target.read_text(encoding="utf-8") == "Nile\n"
+    assert sorted(os.listdir(str(tmp_path))) == ["fresh.txt", "link.txt", "real.txt"]

@@ -3,6 +3,7 @@ do (config keys they accept, chained turns, resumed background streams, token co
 of the record, and the old places (attributes on ``build_request``, module names) are aliases of it."""
 
 import importlib
+import re
 
 import pytest
 
@@ -438,7 +439,51 @@ def test_the_record_says_which_dialect_knows_structured_output_and_which_relays(
         "agenthub": (False, True)}
     assert Dialect.__slots__ == ("name", "module", "operation", "provider_by_host", "tool_names", "call_ids",
                                  "marks", "reads", "compaction", "batch_api", "knows_structured_output", "relays",
-                                 "_tool_regex", "_id_regex")
+                                 "answers_required", "unique_call_ids", "results_next", "_tool_regex", "_id_regex")
+
+
+def test_the_record_says_how_each_wire_takes_tool_calls_and_results():
+    assert {name: (d.answers_required, d.unique_call_ids, d.results_next) for name, d in DIALECTS.items()} == {
+        "openai-chat": (False, False, True), "openai-responses": (True, True, False),
+        "anthropic": (True, True, True), "gemini": (True, False, True), "gemini-interactions": (True, True, True),
+        "bedrock": (True, True, False), "agenthub": (False, False, False)}
+
+
+def test_the_tool_call_rules_are_read_from_the_record(monkeypatch):
+    """An unanswered call refused, a call id taken twice rewritten, a call's results joined into one user turn:
+    each because the record says so, not because the dialect is named anthropic."""
+    from agenthub import AutoLLMClient
+    from agenthub.errors import ConfigError
+
+    def call(call_id):
+        return {"role": "assistant", "content_items": [{"type": "tool_call", "tool_call_id": call_id,
+                                                        "name": "f", "arguments": {}}]}
+
+    def result(call_id):
+        return {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": call_id, "text": "1"}]}
+
+    client = AutoLLMClient("claude-sonnet-4-6", api_key="k")
+    unanswered = [HI[0], call("c1"), {"role": "user", "content_items": [{"type": "text", "text": "and?"}]}]
+    twice = [HI[0], call("c1"), result("c1"), call("c1"), result("c1")]
+    apart = [HI[0], call("c1"), {"role": "user", "content_items": [{"type": "text", "text": "wait"}]}, result("c1")]
+
+    def ids(messages):
+        body = client.plan(messages, {}).body
+        return [block["id"] if block["type"] == "tool_use" else block["tool_use_id"]
+                for message in body["messages"] if isinstance(message["content"], list)
+                for block in message["content"] if block["type"] in ("tool_use", "tool_result")]
+
+    with pytest.raises(ConfigError):
+        client.plan(unanswered, {})
+    first, answer, second, second_answer = ids(twice)
+    assert (first, answer, second_answer) == ("c1", "c1", second) and re.fullmatch("call_[0-9a-f]{24}", second)
+    assert [m["role"] for m in client.plan(apart, {}).body["messages"]] == ["user", "assistant", "user"]
+    monkeypatch.setattr(DIALECTS["anthropic"], "answers_required", False)
+    monkeypatch.setattr(DIALECTS["anthropic"], "unique_call_ids", False)
+    monkeypatch.setattr(DIALECTS["anthropic"], "results_next", False)
+    client.plan(unanswered, {})
+    assert ids(twice) == ["c1", "c1", "c1", "c1"]
+    assert [m["role"] for m in client.plan(apart, {}).body["messages"]] == ["user", "assistant", "user", "user"]
 
 
 def test_supports_json_schema_reads_the_record(monkeypatch):

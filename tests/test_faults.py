@@ -1115,13 +1115,16 @@ def silent_resolver(monkeypatch):
 
 
 @within(15)
-@pytest.mark.parametrize("how", ["connect-timeout", "deadline", "abort", "run-abort"])
+@pytest.mark.parametrize("how", ["connect-timeout", "deadline", "no-connect-limit-deadline", "abort", "run-abort"])
 def test_a_host_name_that_does_not_resolve_is_bounded(silent_resolver, how):
     """requests resolves the host name with no timeout at all: a resolver that did not answer held the call
     past its connect timeout, its deadline and abort().  Now each ends it within a second, and the calls
-    meanwhile share the one lookup under way (no thread per call)."""
+    meanwhile share the one lookup under way (no thread per call).  With no connect limit at all
+    (``connect=None``) the call's deadline still ends the lookup's wait."""
     timeout = {"connect": 0.5} if how == "connect-timeout" else {"connect": 30}
-    if how == "deadline":
+    if how == "no-connect-limit-deadline":
+        timeout["connect"] = None
+    if how.endswith("deadline"):
         timeout["total"] = 0.5
     client = AutoLLMClient("test-model", client_type="openai-chat", base_url="http://llm.test/v1", api_key="sk-test",
                            timeout=Timeout(read=30, **timeout), max_retries=0)
@@ -1136,8 +1139,117 @@ def test_a_host_name_that_does_not_resolve_is_bounded(silent_resolver, how):
             assert flags == (False, False, True, True)
             assert str(error) == ("openai-chat: POST http://llm.test/v1/chat/completions failed: no connection "
                                   "within 0.5s (connect timeout)")
-        elif how == "deadline":
+        elif how.endswith("deadline"):
             assert flags[:2] == (False, True) and error.retryable is False
         else:
             assert flags[:2] == (True, False) and error.retryable is False
     assert silent_resolver == ["llm.test"]  # one lookup, shared by both calls
+
+
+@pytest.fixture
+def hanging_resolver(monkeypatch):
+    """socket.getaddrinfo that answers no name ending in ``.hang.test`` until the test releases it (``release[name]
+    .set()``: then the name does not resolve).  Yields (the names asked, in order; release: name -> Event)."""
+    import collections
+    import socket
+
+    real = socket.getaddrinfo
+    asked = []
+    release = collections.defaultdict(threading.Event)
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host.endswith(".hang.test"):
+            asked.append(host)
+            release[host].wait(60)
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    try:
+        yield asked, release
+    finally:
+        for name in list(asked):
+            release[name].set()
+        for thread in threading.enumerate():
+            if thread.name == "agenthub-resolve":
+                thread.join(5)
+        assert [t.name for t in threading.enumerate() if t.name == "agenthub-resolve"] == []
+
+
+def _resolving():
+    return [thread for thread in threading.enumerate() if thread.name == "agenthub-resolve"]
+
+
+def _hanging_client(name, connect):
+    return AutoLLMClient("test-model", client_type="openai-chat", base_url="http://{}/v1".format(name),
+                         api_key="sk-test", timeout=Timeout(connect=connect, read=30), max_retries=0)
+
+
+@within(30)
+def test_lookups_that_never_answer_keep_a_few_threads_not_one_per_name(hanging_resolver):
+    """A resolver that never answers kept one daemon lookup thread per host name for ever: a process calling many
+    hosts gathered threads without end.  Now at most MAX_LOOKUPS run; a lookup of another name waits for one to end
+    within its own connect timeout (a connect timeout, typed, when none does), and starts once one has."""
+    from agenthub import transport
+
+    asked, release = hanging_resolver
+    names = ["h{}.hang.test".format(number) for number in range(transport.MAX_LOOKUPS + 4)]
+    for name in names:
+        with pytest.raises(TransportError) as info:
+            list(_hanging_client(name, 0.2).streaming_response([USER]))
+        error = info.value
+        assert (error.timeout, error.aborted, error.deadline, error.retryable) == (True, False, False, True)
+        assert str(error) == ("openai-chat: POST http://{}/v1/chat/completions failed: no connection within 0.2s "
+                              "(connect timeout)".format(name))
+    assert asked == names[:transport.MAX_LOOKUPS]  # (the names past them never reached the resolver)
+    assert len(_resolving()) == transport.MAX_LOOKUPS
+    # one more name waits for a thread; the first name's lookup ends (it does not resolve): the new one starts
+    ended = {}
+
+    def late():
+        try:
+            list(_hanging_client("late.hang.test", 10).streaming_response([USER]))
+        except TransportError as exc:
+            ended["error"] = exc
+
+    caller = threading.Thread(target=late)
+    caller.start()
+    try:
+        time.sleep(0.3)
+        assert asked == names[:transport.MAX_LOOKUPS]
+        release[names[0]].set()
+        deadline = time.monotonic() + 10
+        while "late.hang.test" not in asked and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert asked[-1] == "late.hang.test"
+        assert len(_resolving()) == transport.MAX_LOOKUPS
+        release["late.hang.test"].set()
+    finally:
+        release["late.hang.test"].set()
+        caller.join(15)
+    assert (ended["error"].timeout, ended["error"].retryable) == (False, True)
+    assert "did not resolve (DNS)" in str(ended["error"])
+
+
+def test_a_lookup_that_gets_no_thread_fails_in_words_and_frees_its_name(hanging_resolver, monkeypatch):
+    """A process out of threads ("can't start new thread"): the name's lookup was left under way with no thread to
+    end it, so every later call of that name waited its whole connect timeout (5 s here, then a timeout).  Now the
+    call fails at once, and the next one looks the name up."""
+    asked, release = hanging_resolver
+    start = threading.Thread.start
+
+    def no_thread(thread):
+        if thread.name == "agenthub-resolve":
+            raise RuntimeError("can't start new thread")
+        return start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    with pytest.raises(TransportError) as info:
+        list(_hanging_client("x.hang.test", 5).streaming_response([USER]))
+    assert str(info.value) == "openai-chat: POST http://x.hang.test/v1/chat/completions failed: the connection failed"
+    assert (info.value.timeout, asked) == (False, [])
+    monkeypatch.setattr(threading.Thread, "start", start)
+    release["x.hang.test"].set()
+    with pytest.raises(TransportError) as info:
+        list(_hanging_client("x.hang.test", 5).streaming_response([USER]))
+    assert "did not resolve (DNS)" in str(info.value) and asked == ["x.hang.test"]

@@ -547,7 +547,7 @@ def test_a_result_names_the_latest_call_of_its_id_before_it_not_a_later_one(clie
                     if "functionResponse" in part] == [
                 {"name": "get_weather", "id": "call_0", "response": {"result": "18 C"}},
                 {"name": "get_time", "id": "call_0", "response": {"result": "noon"}}]
-        else:  # (the second call_0 made unique: foreign.UNIQUE_IDS)
+        else:  # (the second call_0 made unique: the record's unique_call_ids)
             second = "call_" + __import__("hashlib").sha256(b"call_0\x002").hexdigest()[:24]
             assert [(step["type"], step.get("id") or step["call_id"], step["name"]) for step in body["input"]
                     if step["type"] in ("function_call", "function_result")] == [

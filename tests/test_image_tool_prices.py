@@ -79,7 +79,7 @@ def test_one_image_tool_turn_is_unpriced_on_every_path(tmp_path, monkeypatch):
         up.routes["up"] = Route(_stream())
         url = up.url + "/up/v1"
         paths = {"cost": cost(MODEL, _client(url).response(MESSAGES, CONFIG)["usage_metadata"])}
-        budget = Budget(5.0)
+        budget = Budget(5.0, allow_unpriced=True)  # (without it, refused: the next test)
         client = _client(url, budget=budget)
         client.response(MESSAGES, CONFIG)
         held = Budget(5.0).reserve(MODEL, 2000, 2000)  # (more than the request's estimate: the hold is below it)
@@ -119,3 +119,52 @@ def test_one_image_tool_turn_is_unpriced_on_every_path(tmp_path, monkeypatch):
     assert 'agenthub_unpriced_answers_total{model="%s"} 1' % MODEL in text
     assert 'agenthub_cost_usd_total{model="%s"}' % MODEL not in text or \
         'agenthub_cost_usd_total{model="%s"} 0' % MODEL in text
+
+
+def test_a_budget_refuses_a_request_that_offers_the_image_tool_before_sending():
+    """A Budget held the text turn's worst case for a request offering the image tool, then settled the turn at that
+    hold: a high-quality image is about 0.25 USD, a turn may make several, and none of it was counted, so a
+    Budget(1.0) could spend dollars.  No hold bounds what the tool bills: the request is refused (ConfigError,
+    nothing sent) unless the budget allows unpriced spending."""
+    from agenthub.errors import ConfigError
+
+    with Upstream() as up:
+        up.routes["up"] = Route(_stream())
+        url = up.url + "/up/v1"
+        budget = Budget(1.0)
+        for config in (CONFIG, {"max_tokens": 2000, "extra_body": {"tools": [
+                {"type": "web_search"}, {"type": "image_generation", "size": "1024x1536"}]}}):
+            try:
+                _client(url, budget=budget).response(MESSAGES, config)
+            except ConfigError as exc:
+                assert str(exc) == (
+                    "openai-responses: a budget cannot bound a request that may call OpenAI's image_generation tool "
+                    "(its images are billed apart, at the image model's rates; no usage counts them, and a turn may "
+                    "make several): remove the tool, or pass Budget(max_usd, allow_unpriced=True) to let its images "
+                    "run uncounted (the rest of the turn is held, and the turn settled at its whole hold)")
+            else:
+                raise AssertionError("sent under a budget")
+        assert up.requests == []
+        assert (budget.spent_usd, budget.reserved_usd) == (0.0, 0.0)
+        up.routes["up"] = Route(_stream(images=0))
+        answer = _client(url, budget=budget).response(MESSAGES, {"max_tokens": 2000})  # (no image tool: as ever)
+    assert len(up.requests) == 1 and abs(budget.spent_usd - cost(MODEL, answer["usage_metadata"])) < 1e-15
+
+
+def test_a_serve_row_whose_budget_cannot_bound_its_image_tool_is_refused_when_the_app_is_made():
+    """A served row offering the image tool in its default_config under a budget would refuse every request (the
+    client cannot see the server's tools): said when the app is made instead; allow_unpriced lets it run."""
+    from agenthub.apps.server import make_app
+    from agenthub.errors import ConfigError
+
+    row = {"id": MODEL, "model": MODEL, "client_type": "openai-responses", "base_url": "http://127.0.0.1:9/v1",
+           "api_key": "sk-test-0123456789", "default_config": {"extra_body": CONFIG["extra_body"]},
+           "budget": {"max_usd": 5}}
+    try:
+        make_app({"models": [row], "api_keys": [KEY]})
+    except ConfigError as exc:
+        assert str(exc).startswith("server config models[0] ('gpt-5.5'): default_config offers the image_generation "
+                                   "tool: a budget cannot bound a request that may call OpenAI's image_generation")
+    else:
+        raise AssertionError("made")
+    make_app({"models": [dict(row, budget={"max_usd": 5, "allow_unpriced": True})], "api_keys": [KEY]})

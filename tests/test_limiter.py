@@ -253,7 +253,7 @@ def test_the_hook_pauses_the_answering_endpoint_and_a_failover_route_goes_at_onc
     primary = _Attempt(8001, server=False)  # the key comes from the URL the attempt was sent to
     primary.sent = HttpRequest("POST", "http://127.0.0.1:8001/v1/chat/completions", {}, {})
     primary.status, primary.headers = 429, {"Retry-After": "60"}
-    assert endpoint_key(primary) == A
+    assert endpoint_key(primary) == A + (None,)  # (no account known: held by, and holding, every one)
     hook.on_error(primary, RateLimitError("busy", status=429, retry_after=60.0))
     assert limiter.paused_for(A) == 60.0 and limiter.paused_for(B) == 0.0
     fallback = _Attempt(8002)

@@ -170,14 +170,41 @@ def test_a_429_pause_does_not_hold_a_failover_to_the_same_model_behind_another_g
     _failover("m", "m")
 
 
+def test_a_429_of_one_key_does_not_hold_a_fallback_on_another_key_of_the_same_endpoint():
+    """A pause's key had no credential in it: a 429 to key A held a fallback on key B of the same host and model
+    (another account, whose own limits were untouched), so the call waited out A's 60 s pause and ended at its
+    deadline.  The key now carries a mark of the credentials (never one): B goes at once, A stays held."""
+    agenthub.breaker.reset()
+    limiter = RateLimiter()
+    timeout = agenthub.Timeout(connect=5, read=5, total=5)
+    with SSEServer() as server:
+        server.answers.extend([_busy(), _ok()])
+        fallback = AutoLLMClient("m", client_type="openai-chat", api_key="sk-key-B-0123456789", base_url=server.url,
+                                 max_retries=0, timeout=timeout, limiter=limiter)
+        client = AutoLLMClient("m", client_type="openai-chat", api_key="sk-key-A-0123456789", base_url=server.url,
+                               max_retries=0, timeout=timeout, limiter=limiter, fallbacks=[fallback])
+        answer = client.response(USER)
+        assert [request["headers"]["Authorization"] for request in server.requests] == [
+            "Bearer sk-key-A-0123456789", "Bearer sk-key-B-0123456789"]
+        port = int(server.url.split(":")[2].split("/")[0])
+    assert answer["content_items"][0]["text"] == "from the fallback"
+    marks = client._account(client.hooks), fallback._account(fallback.hooks)
+    assert len(set(marks)) == 2 and all(len(mark) == 16 for mark in marks)
+    endpoint = ("openai-chat", ("127.0.0.1", port), "m")
+    assert limiter.paused_for(endpoint + (marks[0],)) > 50 and limiter.paused_for(endpoint + (marks[1],)) == 0.0
+    assert limiter.paused_for(endpoint) > 50  # (a key with no account: held by every account's pause)
+    assert "0123456789" not in repr(limiter._paused)
+    assert agenthub.breaker.account_mark([]) is None  # (no credential: holds, and is held by, every account)
+
+
 def test_the_endpoint_key_is_the_circuits():
     class Sent(object):
         client_type, model, server = "openai-chat", "m", None
         sent = agenthub.types.HttpRequest("POST", "https://Gateway.example:8443/v1/chat/completions", {}, {})
 
-    assert endpoint_key(Sent()) == ("openai-chat", ("gateway.example", 8443), "m")
-    Sent.server = ("10.0.0.1", 443)
-    assert endpoint_key(Sent()) == ("openai-chat", ("10.0.0.1", 443), "m")
+    assert endpoint_key(Sent()) == ("openai-chat", ("gateway.example", 8443), "m", None)
+    Sent.server, Sent.account = ("10.0.0.1", 443), "0f1e2d3c4b5a6978"
+    assert endpoint_key(Sent()) == ("openai-chat", ("10.0.0.1", 443), "m", "0f1e2d3c4b5a6978")
 
 
 # -- issue 37 B9 (differential D3): a call that starts while its primary is paused goes to its fallback at once ---

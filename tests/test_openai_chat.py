@@ -189,6 +189,13 @@ TOOLS = [{"name": "get_weather", "description": "Weather.", "parameters": {"type
 USER = {"role": "user", "content_items": [{"type": "text", "text": "Hi"}]}
 
 
+#: hosts that read reasoning back (their registry rows' reasoning_field): a host of no row is sent none
+READS_CONTENT = Endpoint("openai-chat", "https://api.example.com/v1/", "sk-test",
+                         quirks={"reasoning_field": "reasoning_content"})
+READS_REASONING = Endpoint("openai-chat", "https://api.example.com/v1/", "sk-test",
+                           quirks={"reasoning_field": "reasoning", "reasoning_details": True})
+
+
 def body(messages, config=None, endpoint=ENDPOINT):
     return build_request(endpoint, "m", messages, check_config(config or {})).body
 
@@ -276,7 +283,7 @@ def test_content_items_to_messages():
             {"type": "text", "text": "And?"},
         ]},
     ]
-    assert body(messages)["messages"] == [
+    assert body(messages, endpoint=READS_CONTENT)["messages"] == [
         {"role": "user", "content": [
             {"type": "text", "text": "Look:"},
             {"type": "image_url", "image_url": {"url": "https://x/cat.jpg"}},
@@ -328,7 +335,7 @@ def test_collected_message_reproduces_the_same_wire_fields():
     events = run(data)
     check_stream(events)
     message = collect(events)
-    wire = body([USER, message])["messages"][1]
+    wire = body([USER, message], endpoint=READS_REASONING)["messages"][1]
     assert wire == {
         "role": "assistant", "content": "Let me check.", "reasoning": "Need weather.",
         "tool_calls": [
@@ -404,5 +411,6 @@ def test_openrouter_reasoning_details_are_joined_and_sent_back():
         {"type": "thinking", "thinking": "", "fidelity": {"reasoning_details": details}},  # where the reasoning ended
         {"type": "text", "text": "4"},
     ]
-    assert body([USER, message])["messages"][1] == {
+    assert body([USER, message], endpoint=READS_REASONING)["messages"][1] == {
         "role": "assistant", "content": "4", "reasoning": "Two plus two.", "reasoning_details": details}
+    assert body([USER, message])["messages"][1] == {"role": "assistant", "content": "4"}  # (a host of no row)

@@ -508,3 +508,53 @@ def test_pauses_are_shared_per_endpoint_and_a_held_request_takes_a_new_slot(stor
     assert _counted_down(slept[0], 0.31, paused)  # held by the pause ...
     assert ticket.at > booked  # ... past its slot: then a new slot, after the pause
     assert b.pauses == 0 and a.pauses == 2
+
+
+def test_a_pause_of_one_api_key_holds_that_key_in_another_process_and_not_another_key(store_url):
+    """A 429 to key A, got by another process, holds key A's requests in every process sharing the store, and not
+    key B's on the same host and model (B's call went at once; it waited out A's 30 s pause, past its deadline):
+    the account's mark is the same in every process (a slow salted hash), and no credential reaches the store."""
+    import subprocess
+    import sys
+
+    from sse_server import Answer, SSEServer
+
+    from agenthub import Timeout
+    from agenthub.attempts import Attempt
+    from agenthub.breaker import account_mark
+    from agenthub.limiter import endpoint_key
+
+    code = """if True:
+        import sys
+        from agenthub import AutoLLMClient, RateLimiter, RateLimitError
+        client = AutoLLMClient("m", client_type="openai-chat", api_key="sk-key-A-0123456789", base_url=sys.argv[2],
+                               max_retries=0, limiter=RateLimiter(store=sys.argv[1], key="accounts"))
+        try:
+            client.response([{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}])
+        except RateLimitError as exc:
+            print(exc.status, exc.retry_after)
+    """
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+             "choices": [{"index": 0, "delta": {"role": "assistant", "content": "key B"}, "finish_reason": "stop"}]}
+    with SSEServer() as server:
+        server.answers.append(Answer([b'{"error": {"message": "rate limited", "code": "rate_limit_exceeded"}}'],
+                                     status=429, headers={"Content-Type": "application/json", "Retry-After": "30"},
+                                     chunked=False))
+        server.answers.append(Answer([b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n"]))
+        out = subprocess.run([sys.executable, "-c", code, store_url, server.url], stdout=subprocess.PIPE,
+                             timeout=120, check=True)
+        assert out.stdout.decode().split() == ["429", "30.0"]
+        limiter = RateLimiter(store=store_url, key="accounts")
+        a, b = (AutoLLMClient("m", client_type="openai-chat", api_key=key, base_url=server.url, max_retries=0,
+                              limiter=limiter, timeout=Timeout(connect=5, read=5, total=5))
+                for key in ("sk-key-A-0123456789", "sk-key-B-0123456789"))
+        answer = b.response([{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}])
+        assert answer["content_items"][0]["text"] == "key B" and len(server.requests) == 2
+        port = int(server.url.split(":")[2].split("/")[0])
+    mark_a, mark_b = (account_mark(client.credential_values()) for client in (a, b))
+    key_a, key_b = (endpoint_key(Attempt("stream", "openai-chat", "m", None, server=("127.0.0.1", port),
+                                         account=mark)) for mark in (mark_a, mark_b))
+    assert 20 < limiter.paused_for(key_a) <= 30 and limiter.paused_for(key_b) == 0.0
+    assert 20 < limiter.paused_for(("openai-chat", ("127.0.0.1", port), "m")) <= 30  # (a key without the account)
+    names = list(open_store(store_url).limiter_pauses("accounts"))
+    assert names == ['["openai-chat",["127.0.0.1",{}],"m","{}"]'.format(port, mark_a)] and len(mark_a) == 16

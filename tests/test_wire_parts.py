@@ -895,7 +895,8 @@ def test_a_recorded_chat_answer_goes_back_with_its_reasoning_field_text_and_call
         wire["tool_calls"] = [{"id": call["id"], "type": "function", "function": {
             "name": call["name"], "arguments": json.dumps(call["arguments"], separators=(",", ":"),
                                                           ensure_ascii=False)}} for call in expect["tool_calls"]]
-    body = _answer_and_next_turn("openai-chat", data)
+    # sent to a host whose row reads that field (a host of no row is sent none: test_chat_reasoning_hosts)
+    body = _answer_and_next_turn({"reasoning_content": "vllm", "reasoning": "ollama"}.get(field, "openai-chat"), data)
     sent = dict(_after_ask(body["messages"])[0])
     sent.pop("reasoning_details", None)  # (OpenRouter's signed details: checked by test_openai_chat)
     assert sent == wire

@@ -7,6 +7,7 @@ import mimetypes
 import os
 import re
 import signal
+import stat
 import sys
 from typing import Any, Dict, List, Optional, Set, TextIO
 
@@ -38,14 +39,19 @@ def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[Te
 
 class AnswerFile(object):
     """``--output FILE``: checked before anything is sent (a folder, a missing folder, a file that cannot be
-    written: a ConfigError), opened (truncated) at the answer's first write, so a command that fails before the
-    answer (a bad flag, a missing key, a refused connection) leaves FILE as it was."""
+    written: a ConfigError).  The answer is written to a file beside FILE (``.NAME.XXXXXXXX.part``, created at
+    the answer's first write) and renamed over FILE once the command succeeded (``commit``); a command that fails
+    or is stopped (Ctrl-C) leaves FILE as it was and removes the partial file (``close``).  FILE's permissions
+    are kept; a symbolic link is followed (its target is replaced, the link kept); a FILE that is no regular file
+    (``/dev/null``, a named pipe) or whose folder cannot be written is written in place."""
 
     def __init__(self, path: str) -> None:
         from ..errors import ConfigError
 
         self.path = path
         self._file = None  # type: Optional[TextIO]
+        self._part = None  # type: Optional[str]  # the partial file beside the target, once created
+        self._written = False
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):
             raise ConfigError("--output {}: it is a folder".format(path))
@@ -53,11 +59,32 @@ class AnswerFile(object):
             raise ConfigError("--output {}: there is no folder {}".format(path, folder))
         if not os.access(path if os.path.exists(path) else folder, os.W_OK):
             raise ConfigError("--output {}: it cannot be written (permission denied)".format(path))
+        self._target = os.path.realpath(path)  # (a link's target is replaced, not the link)
+        try:
+            mode = os.stat(self._target).st_mode
+        except OSError:  # (not there yet: made as open() makes a file, the umask applied)
+            mode = None
+        self._mode = None if mode is None else stat.S_IMODE(mode)
+        self._in_place = (mode is not None and not stat.S_ISREG(mode)) or not os.access(
+            os.path.dirname(self._target), os.W_OK)
+
+    def _open(self) -> TextIO:
+        if self._file is None:
+            if self._in_place:
+                self._file = open(self.path, "w", encoding="utf-8")
+            else:
+                folder, name = os.path.split(self._target)
+                part = os.path.join(folder, ".{}.{}.part".format(name, os.urandom(4).hex()))
+                handle = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+                self._part = part
+                if self._mode is not None:
+                    os.chmod(part, self._mode)
+                self._file = os.fdopen(handle, "w", encoding="utf-8")
+        return self._file
 
     def write(self, text: str) -> int:
-        if self._file is None:
-            self._file = open(self.path, "w", encoding="utf-8")
-        return self._file.write(text)
+        self._written = self._written or bool(text)
+        return self._open().write(text)
 
     def flush(self) -> None:
         if self._file is not None:
@@ -66,9 +93,30 @@ class AnswerFile(object):
     def isatty(self) -> bool:
         return False
 
-    def close(self) -> None:
+    def commit(self) -> None:
+        """The command succeeded: the answer (an empty one too) replaces FILE."""
+        handle = self._open()
+        handle.flush()
+        if self._part is not None:
+            os.fsync(handle.fileno())
+        handle.close()
+        if self._part is not None:
+            os.replace(self._part, self._target)
+            self._part = None
+
+    def close(self) -> bool:
+        """Closes the file; a partial file never committed is removed (FILE as it was).  True when an answer
+        begun was so dropped."""
         if self._file is not None:
             self._file.close()
+        if self._part is None:
+            return False
+        try:
+            os.remove(self._part)
+        except OSError:
+            pass
+        self._part = None
+        return self._written
 
 
 def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[TextIO] = None) -> int:

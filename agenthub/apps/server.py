@@ -83,6 +83,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
+from ..budget import IMAGE_TOOL_REFUSED, offers_image_tool
 from ..errors import (AgentHubError, AuthenticationError, BudgetExceededError, ConfigError, ServerError, StreamError,
                      TransportError, UnsupportedParameterError, UpstreamError, error_to_json)
 from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
@@ -619,6 +620,10 @@ class AgentHubApp(object):
                     if row["id"] not in shared:  # one limiter / budget per row, whichever pass builds it
                         shared[row["id"]] = _shared_state(row)
                     kwargs.update(shared[row["id"]])
+                    budget = kwargs.get("budget")
+                    if budget is not None and not budget.allow_unpriced and offers_image_tool(
+                            default_config.get("extra_body")):
+                        raise ConfigError("default_config offers the image_generation tool: " + IMAGE_TOOL_REFUSED)
                     # the row's extra_headers are its endpoint's: its client sends them, on every request it makes
                     # (as another row's fallback too) and no other row's client ever does
                     headers = default_config.pop("extra_headers", None)

@@ -51,15 +51,24 @@ class Dialect(object):
     passes says the model has it: ``agenthub models --supports json_schema``); False: the catalog's sources say.
     ``relays``: True when the other end is an agenthub server, which checks the request against its own
     upstream's rules (tool names, unanswered tool calls): the client checks none of those itself.
+    ``answers_required``: True when the API refuses a history where a tool call is not answered before the next
+    assistant message (``agenthub.validate.check_tool_pairs``; a Chat Completions host that refuses says so by
+    its endpoint quirk ``answers_required`` instead, as some servers of that dialect take such a history).
+    ``unique_call_ids``: True when the API takes each tool call id once in a request: a call whose id an earlier
+    call took goes out under an id of its own, and so do its results (``agenthub.foreign``).
+    ``results_next``: True when the API takes a call's results only in the user turn right after the call, and
+    joins no user messages itself: the user messages after a call are sent as one (``agenthub.foreign``).
     """
 
     __slots__ = ("name", "module", "operation", "provider_by_host", "tool_names", "call_ids", "marks", "reads",
-                 "compaction", "batch_api", "knows_structured_output", "relays", "_tool_regex", "_id_regex")
+                 "compaction", "batch_api", "knows_structured_output", "relays", "answers_required", "unique_call_ids", "results_next",
+                 "_tool_regex", "_id_regex")
 
     def __init__(self, name: str, module: str, *, operation: str, provider_by_host: bool,
                  tool_names: Tuple[str, str], call_ids: Tuple[Optional[str], Optional[int]],
                  marks: Sequence[Tuple[str, Sequence[str]]], reads: Any, compaction: Optional[str],
-                 batch_api: Optional[str], knows_structured_output: bool, relays: bool) -> None:
+                 batch_api: Optional[str], knows_structured_output: bool, relays: bool, answers_required: bool,
+                 unique_call_ids: bool, results_next: bool) -> None:
         self.name = name
         self.module = module
         self.operation = operation
@@ -72,6 +81,9 @@ class Dialect(object):
         self.batch_api = batch_api
         self.knows_structured_output = knows_structured_output
         self.relays = relays
+        self.answers_required = answers_required
+        self.unique_call_ids = unique_call_ids
+        self.results_next = results_next
         self._tool_regex = None  # type: Any
         self._id_regex = None  # type: Any
 
@@ -110,43 +122,58 @@ _GEMINI_NAMES = (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}",
                  "a letter or '_' first, then letters, digits, '_', '.', ':' or '-', at most 64")
 _OPENAI_NAMES = (r"[a-zA-Z0-9_-]{1,64}", "letters, digits, '_' or '-', at most 64")
 
-#: dialect name -> its record (a static index: no dialect module is imported to read it)
+#: dialect name -> its record (a static index: no dialect module is imported to read it).  The wire facts behind
+#: the tool-call rules: a call's results only in the user turn right after it (Anthropic: "tool_result blocks must
+#: come first" in that message; Gemini: the function response turn right after the function call turn, as the
+#: Interactions API's steps are sent; Chat Completions: the tool messages right after the assistant message with
+#: 'tool_calls'), while Bedrock joins consecutive user messages and Responses' input items keep their order.  Each
+#: id once a request: Claude's "`tool_use` ids must be unique" (a 400 on Anthropic's API and Bedrock's alike), the
+#: Responses API's "Duplicate function_call_output for call_id ...", and the Interactions API, whose
+#: function_result names its call by ``call_id`` alone.  Every call answered before the next assistant message:
+#: Anthropic, Bedrock, Responses, and Gemini (generateContent and Interactions, whose ``requires_action`` wants a
+#: function_result per call); Chat Completions hosts differ (OpenAI, Azure, DeepSeek, DashScope, Moonshot refuse:
+#: their endpoint quirk ``answers_required``; a local server may take it and is not checked).
 DIALECTS = {record.name: record for record in [
     Dialect("openai-chat", "openai_chat", operation="chat", provider_by_host=True, tool_names=_OPENAI_NAMES,
             # Chat Completions takes ids of at most 40 characters; a server's own longer id is marked issued_id
             call_ids=(None, 40),
             marks=[("openai-chat", ("reasoning_field", "reasoning_details", "thinking_blocks", "issued_id"))],
-            reads=("openai-chat",), compaction=None, batch_api="chat", knows_structured_output=False, relays=False),
+            reads=("openai-chat",), compaction=None, batch_api="chat", knows_structured_output=False, relays=False,
+            answers_required=False, unique_call_ids=False, results_next=True),
     # the Responses API refuses a call_id of more than 64 characters ("string too long. Expected a string with
     # maximum length 64", a 400); its own are shorter
     Dialect("openai-responses", "openai_responses", operation="chat", provider_by_host=True,
             tool_names=_OPENAI_NAMES, call_ids=(None, 64),
             marks=[("openai-responses", ("channel", "encrypted_content"))],
             reads=("openai-responses",), compaction="openai", batch_api="responses", knows_structured_output=False,
-            relays=False),
+            relays=False, answers_required=True, unique_call_ids=True, results_next=False),
     Dialect("anthropic", "anthropic", operation="chat", provider_by_host=False, tool_names=_ANTHROPIC_NAMES,
             call_ids=(r"[A-Za-z0-9_-]+", None),
             # a Claude thinking signature: Anthropic's API and Bedrock's Claude both read it
             marks=[("anthropic", ("redacted_data", "server_block")), ("claude", ("signature",))],
             reads=("anthropic", "claude"), compaction="anthropic", batch_api="messages",
             # Claude before 4.1 has no structured outputs: build_request refuses json_schema for it
-            knows_structured_output=True, relays=False),
+            knows_structured_output=True, relays=False, answers_required=True, unique_call_ids=True,
+            results_next=True),
     Dialect("gemini", "gemini", operation="generate_content", provider_by_host=False, tool_names=_GEMINI_NAMES,
             call_ids=ANY_ID, marks=[("gemini", ("thought_signature",))], reads=("gemini",), compaction=None,
-            batch_api="generate", knows_structured_output=False, relays=False),
+            batch_api="generate", knows_structured_output=False, relays=False, answers_required=True,
+            unique_call_ids=False, results_next=True),
     Dialect("gemini-interactions", "gemini_interactions", operation="generate_content", provider_by_host=False,
             tool_names=_GEMINI_NAMES, call_ids=ANY_ID,
             # the empty thinking item naming an answer's interaction
             marks=[("gemini-interactions", ("interaction_id",))], reads=("gemini", "gemini-interactions"),
-            compaction=None, batch_api=None, knows_structured_output=False, relays=False),
+            compaction=None, batch_api=None, knows_structured_output=False, relays=False, answers_required=True,
+            unique_call_ids=True, results_next=True),
     Dialect("bedrock", "bedrock", operation="chat", provider_by_host=False, tool_names=_BEDROCK_NAMES,
             call_ids=(r"[A-Za-z0-9_-]+", 64), marks=[("bedrock", ("redacted_content", "bedrock_block"))],
             reads=("bedrock", "claude"), compaction=None, batch_api=None, knows_structured_output=False,
-            relays=False),
+            relays=False, answers_required=True, unique_call_ids=True, results_next=False),
     # agenthub serve: its upstream's rules apply there; agenthub's own wire takes any name and id
     Dialect("agenthub", "agenthub_server", operation="chat", provider_by_host=False, tool_names=_OPENAI_NAMES,
             call_ids=ANY_ID, marks=[], reads=ALL_FAMILIES, compaction=None, batch_api=None,
-            knows_structured_output=False, relays=True),
+            knows_structured_output=False, relays=True, answers_required=False, unique_call_ids=False,
+            results_next=False),
 ]}
 
 #: dialect name -> its module under agenthub.providers (imported on first use): ``DIALECTS``' modules

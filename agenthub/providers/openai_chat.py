@@ -85,6 +85,8 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 STOP_LIMIT = 4
 #: reasoning fields whose text was shown from a structure that goes back whole (not as text)
 _CARRIED = ("reasoning_details", "thinking_blocks")
+#: the reasoning fields a Chat host's thinking came in that go back in a field (content's thinking parts do not)
+_REPLAYED = REASONING_FIELDS + ("both",)
 #: config key -> its Chat Completions field (max_tokens: the row's ``max_tokens_field``)
 _SAMPLERS = {"max_tokens": "max_completion_tokens", "temperature": "temperature", "top_p": "top_p", "stop": "stop",
              "seed": "seed"}
@@ -104,7 +106,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
     if quirks.get("answers_required"):  # (the client checks the dialects whose every server refuses it)
-        check_tool_pairs(client, "openai-chat", messages, config, True)
+        check_tool_pairs(client, messages, config, True)
     check_breakpoints(client, model, messages, "Chat Completions", marks_resumed(prior, messages))
     wire = _wire_messages(endpoint, messages, config, prior)
     body = {"model": model, "messages": wire.items}  # type: Dict[str, Any]
@@ -237,7 +239,7 @@ def _wire_messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], config
     the endpoint's quirks below, the system prompt, whether reasoning was sent before it)."""
     quirks = endpoint.quirks
     context = (endpoint.client_type, quirks.get("images"), quirks.get("reasoning_field"), quirks.get("reasoning_details"),
-               quirks.get("echo_reasoning_on_tool_turns"), config.get("system_prompt"))
+               quirks.get("echo_reasoning_on_tool_turns"), quirks.get("reasoning_as_text"), config.get("system_prompt"))
     noted = NOTES[0]
     made = start(prior, "openai-chat", context, messages, prior.head if prior is not None else 0, False)
     out = made.items
@@ -302,6 +304,7 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]
 def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: bool):
     quirks = endpoint.quirks
     own = quirks.get("reasoning_field")  # the field this host reads reasoning back from (None: not known)
+    as_text = own is None and bool(quirks.get("reasoning_as_text"))  # (config["foreign_thinking"] = "text")
     carried = ("reasoning_details",) if quirks.get("reasoning_details") else ()  # the structures it reads back
     texts = []  # type: List[str]
     refusals = []  # type: List[str]
@@ -321,13 +324,22 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
             if spoken is None:
                 logger.debug("a spoken answer's audio id expired: its transcript goes back as text")
         elif kind == "thinking" and ("reasoning_details" in fidelity or "thinking_blocks" in fidelity):
-            if own is None or "reasoning_details" in carried:  # (a host of a known field reads no thinking_blocks)
+            if "reasoning_details" in carried:  # (OpenRouter's structure: to the hosts that read it alone)
                 details.extend(fidelity.get("reasoning_details") or ())
-            if own is None:
+            if own is None:  # (LiteLLM's, a gateway of no row: back to it as they came)
                 blocks.extend(fidelity.get("thinking_blocks") or ())
         elif kind == "thinking" and fidelity.get("reasoning_field") in _CARRIED and (
                 own is None or fidelity["reasoning_field"] in carried):
-            pass  # shown from reasoning_details / thinking_blocks: those go back whole, from their own item
+            if as_text and fidelity["reasoning_field"] == "reasoning_details" and item["thinking"]:
+                texts.append(item["thinking"])  # (shown from reasoning_details, which such a host is not sent)
+            # else shown from reasoning_details / thinking_blocks: those go back whole, from their own item
+        elif kind == "thinking" and own is None and fidelity.get("reasoning_field") in _REPLAYED:
+            # a host of no row reads no reasoning field that is known (OpenAI's own Chat Completions, Cerebras,
+            # Groq refuse another host's with a 400): left out, or its text in content when the caller asks
+            if as_text and item["thinking"]:
+                texts.append(item["thinking"])
+            else:
+                logger.debug("reasoning is not sent to a Chat Completions host with no reasoning_field")
         elif kind == "thinking":
             field = fidelity.get("reasoning_field")
             if own and (field in REASONING_FIELDS or field in _CARRIED or field == "both"):
@@ -981,7 +993,8 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("answers_required", "echo_reasoning_on_tool_turns", "fast_mode", "image_subset", "images",
-                "max_tokens_field", "reasoning_details", "reasoning_field", "response_formats", "stream_usage", "thinking", "tool_choice",
+                "max_tokens_field", "reasoning_as_text", "reasoning_details", "reasoning_field", "response_formats",
+                "stream_usage", "thinking", "tool_choice",
                 "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
     models_request=openai_models_request, parse_models=parse_data_list,

@@ -29,7 +29,8 @@ def _sane(seconds: float, what: str) -> float:
 
 
 def endpoint_name(key: Any) -> str:
-    """The store's name of an endpoint key ((client type, (host, port), model), parts may be None); "" for None."""
+    """The store's name of an endpoint key ((client type, (host, port), model, account), parts may be None); "" for
+    None."""
     if key is None:
         return ""
     return json.dumps([list(part) if isinstance(part, tuple) else part for part in key], separators=(",", ":"))
