@@ -163,24 +163,32 @@ class _WatchedPoolMixin(object):
 # connect at once).  One lookup runs per name at a time: callers of the same name wait for the same one; and
 # at most MAX_LOOKUPS lookup threads run at once (a resolver that never answers keeps its threads: a lookup of
 # yet another name waits for one to end, within its connect timeout, rather than start one more).
+# Once connected, a copy of the socket (``dup``) stays there until the connection's ``connect`` is done: a TLS
+# handshake runs on a socket urllib3 does not hold yet (the plain socket it holds is detached by then), so a stop
+# during the handshake shuts the copy down (the same connection), and one just after the TCP connect sends nothing.
 
 
 class _Connecting(object):
     """What a watched connection does before it has its socket: ``stop`` (from any thread) ends its name's
-    lookup wait, or its connect (the socket being connected is shut down); True once done."""
+    lookup wait, or its connect (the socket being connected is shut down), or its TLS handshake (the connected
+    socket's copy is shut down); True once done."""
 
-    __slots__ = ("wake", "sock", "stopped", "_lock")
+    __slots__ = ("wake", "sock", "stopped", "owned", "finished", "_lock")
 
     def __init__(self) -> None:
         self.wake = threading.Event()  # set by stop, and by the end of the lookup waited for
         self.sock = None  # type: Optional[socket.socket]
         self.stopped = False
+        self.owned = False  # ``sock`` is the connected socket's copy, closed by ``done``
+        self.finished = False  # the connection's connect is over: its own socket is where a stop shuts it down
         self._lock = threading.RLock()  # (reentrant: an abort may come from a signal handler on the connecting thread)
 
     def stop(self) -> bool:
         with self._lock:
             self.stopped = True
             self.wake.set()
+            if self.finished:
+                return False  # (the watch tries the connection's own socket)
             if self.sock is None:
                 return True  # (looking up: the wait ends; a socket is never connected once stopped)
             try:
@@ -196,6 +204,25 @@ class _Connecting(object):
             if sock is not None and self.stopped:  # (checked after: a stop in between saw no socket)
                 self.sock = None
                 raise _stopped_connect()
+
+    def connected(self, sock: socket.socket) -> None:
+        """``sock`` is connected: a stop from now on shuts its copy down (nothing is sent once stopped)."""
+        with self._lock:
+            if self.stopped:
+                self.sock = None
+                raise _stopped_connect()
+            try:
+                self.sock, self.owned = sock.dup(), True
+            except OSError:  # (no descriptor to spare: the socket itself, which serves until TLS detaches it)
+                self.sock = sock
+
+    def done(self) -> None:
+        """The connection's ``connect`` is over (connected, TLS included, or failed): the copy is closed."""
+        with self._lock:
+            self.finished = True
+            sock, owned, self.sock, self.owned = self.sock, self.owned, None, False
+        if owned:
+            sock.close()  # type: ignore[union-attr]
 
 
 def _stopped_connect() -> OSError:
@@ -317,7 +344,8 @@ def _joined(key: Tuple[Any, ...], connecting: _Connecting, ends: Optional[float]
         try:
             threading.Thread(target=_look_up, args=(key, lookup), name="agenthub-resolve", daemon=True).start()
         except RuntimeError as exc:  # ("can't start new thread": the callers of this name are told, in words)
-            lookup.error = OSError("the host name lookup could not start a thread ({})".format(exc))
+            lookup.error = OSError(errno.EAGAIN, "no thread could be started for the host name lookup ({})".format(
+                str(exc)[:100]))
             _finished(key, lookup)
     return lookup
 
@@ -344,7 +372,7 @@ def _connect(conn: Any, connecting: _Connecting) -> socket.socket:
                 sock.bind(conn.source_address)
             connecting.connecting(sock)
             sock.connect(address)
-            connecting.connecting(None)
+            connecting.connected(sock)
             return sock
         except OSError as exc:
             connecting.connecting(None)
@@ -357,6 +385,14 @@ def _connect(conn: Any, connecting: _Connecting) -> socket.socket:
 
 
 class _WatchedConnectionMixin(object):
+    def connect(self):  # type: ignore[no-untyped-def]
+        try:
+            return super(_WatchedConnectionMixin, self).connect()  # type: ignore[misc]
+        finally:  # (TLS included: till then a stop finds the connected socket's copy, see _Connecting)
+            connecting = self.__dict__.pop("_agenthub_connecting", None)
+            if connecting is not None:
+                connecting.done()
+
     def _new_conn(self):  # type: ignore[no-untyped-def]
         try:
             self._dns_host.encode("idna")  # type: ignore[attr-defined]
@@ -377,7 +413,9 @@ class _WatchedConnectionMixin(object):
         except OSError as exc:
             raise NewConnectionError(self, "Failed to establish a new connection: {}".format(exc)) from exc
         finally:
-            self.__dict__.pop("_agenthub_connecting", None)
+            if connecting.sock is None:  # (failed: nothing to keep; connected: kept till ``connect`` is over)
+                self.__dict__.pop("_agenthub_connecting", None)
+                connecting.done()
         sys.audit("http.client.connect", self, self.host, self.port)  # type: ignore[attr-defined]
         return sock
 
@@ -1021,15 +1059,15 @@ def interrupt(response: Any) -> bool:
     the connection went back to the pool it may carry someone else's request.
     """
     sock = _socket_of(response)
-    if sock is None:
-        connecting = getattr(response, "_agenthub_connecting", None)  # a watched connection still connecting
-        return connecting.stop() if connecting is not None else False
-    try:
-        # the plain socket's shutdown, also for an SSLSocket: its own shutdown would unwrap TLS under the reader
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except (OSError, ValueError, TypeError):
-        return False
-    return True
+    if sock is not None:
+        try:
+            # the plain socket's shutdown, also for an SSLSocket: its own shutdown would unwrap TLS under the reader
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            return True
+        except (OSError, ValueError, TypeError):  # (a plain socket TLS detached: the handshake's copy, below)
+            pass
+    connecting = getattr(response, "_agenthub_connecting", None)  # a watched connection still connecting
+    return connecting.stop() if connecting is not None else False
 
 
 def _socket_of(response: Any) -> Optional[socket.socket]:

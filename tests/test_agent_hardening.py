@@ -290,16 +290,21 @@ def test_timed_out_calls_threads_hold_their_slots_and_the_calls_beyond_get_an_er
     assert tool_threads() == []
 
 
-def test_calls_of_tools_known_quick_run_while_every_slot_is_held_by_a_timed_out_call():
-    """A turn of calls of tools known quick runs in the reading thread: it needs no slot, so the timed-out calls
-    still running do not turn them into "no thread free" errors."""
-    release = threading.Event()
-
+def stuck_tool(release):
+    """A tool that times out after 0.05 s and runs on (holding its slot) until ``release`` is set."""
     @tool(timeout=0.05)
     def stuck(n: int) -> str:
         """Hang."""
         release.wait(30)
         return "late"
+    return stuck
+
+
+def test_calls_of_tools_known_quick_run_while_every_slot_is_held_by_a_timed_out_call():
+    """A turn of calls of tools known quick runs in the reading thread: it needs no slot, so the timed-out calls
+    still running do not turn them into "no thread free" errors."""
+    release = threading.Event()
+    stuck = stuck_tool(release)
 
     @tool
     def quick(n: int) -> str:
@@ -323,6 +328,38 @@ def test_calls_of_tools_known_quick_run_while_every_slot_is_held_by_a_timed_out_
     for thread in tool_threads():
         thread.join(30)
     assert tool_threads() == []
+
+
+def test_a_run_read_inside_an_event_loop_runs_its_calls_in_its_thread_while_every_slot_is_held():
+    """Read in a thread running an asyncio loop, a run sends its calls to the tool threads (a tool's own asyncio.run
+    fails in that thread), but not when every slot is held by a timed-out call still running: there the calls run
+    in the reading thread as elsewhere, not answered 'no thread free'."""
+    import asyncio
+
+    release = threading.Event()
+    stuck = stuck_tool(release)
+
+    @tool
+    def where(n: int) -> str:
+        """Say where it runs."""
+        return "{} {}".format(n, threading.current_thread() is threading.main_thread())
+
+    async def main(server):
+        return client_for(server).run([USER], tools=[stuck, where], parallel=1).result()
+
+    try:
+        with SSEServer() as server:
+            server.answers += [Answer([chat_calls([("c1", "where", '{"n": 1}')])]),
+                               Answer([chat_calls([("c2", "stuck", '{"n": 2}')])]),
+                               Answer([chat_calls([("c3", "where", '{"n": 3}'), ("c4", "where", '{"n": 4}')])]),
+                               Answer([chat_text("ok")])]
+            result = asyncio.run(main(server))
+    finally:
+        release.set()
+    assert [[item["text"] for item in m["content_items"]] for m in result.messages[1::2]] == [
+        ["1 False"], ["TimeoutError: stuck did not return within 0.05 s"], ["3 True", "4 True"]]
+    for thread in [t for t in threading.enumerate() if t.name.startswith("agenthub-tool-")]:
+        thread.join(30)
 
 
 # -- B7: images on a model that takes none ------------------------------------------------------------------------

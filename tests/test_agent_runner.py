@@ -831,6 +831,35 @@ def test_a_run_read_inside_an_event_loop_keeps_a_turn_of_known_quick_calls_on_th
         ["got 1", "got 2"], ["got 1", "got 2"]]
 
 
+@pytest.mark.parametrize("parallel", [4, 1])
+def test_a_run_read_inside_an_event_loop_runs_a_lone_call_and_parallel_1_on_a_thread(parallel):
+    """The same for a turn's lone call and for parallel=1 (which ran in the reading thread whatever ran there): a
+    tool that runs its own loop, as the ConfigError for an async tool says to do, failed with RuntimeError in a
+    notebook, where a turn of two calls of it worked."""
+    import asyncio
+
+    @tool
+    def fetch(n: int) -> str:
+        """Fetch, with an async client inside."""
+        async def go():
+            return "got {} {}".format(n, threading.current_thread() is threading.main_thread())
+        return asyncio.run(go())
+
+    one = [("c1", "fetch", '{"n": 1}')]
+    two = [("c2", "fetch", '{"n": 2}'), ("c3", "fetch", '{"n": 3}')]
+
+    async def main(server):
+        return client_for(server).run([USER], tools=[fetch], parallel=parallel).result()  # (read inside the loop)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(one)]), Answer([chat_calls(two)]), Answer([chat_calls(one)]),
+                           Answer([chat_text("ok")])]
+        result = asyncio.run(main(server))
+    assert result.stop == "done"
+    assert [[item["text"] for item in m["content_items"]] for m in result.messages[1::2]] == [
+        ["got 1 False"], ["got 2 False", "got 3 False"], ["got 1 False"]]
+
+
 def test_abort_from_a_call_of_a_tool_known_quick_keeps_the_turns_other_calls_from_starting():
     ran = []
     holder = []

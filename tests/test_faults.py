@@ -1231,25 +1231,101 @@ def test_lookups_that_never_answer_keep_a_few_threads_not_one_per_name(hanging_r
     assert "did not resolve (DNS)" in str(ended["error"])
 
 
-def test_a_lookup_that_gets_no_thread_fails_in_words_and_frees_its_name(hanging_resolver, monkeypatch):
-    """A process out of threads ("can't start new thread"): the name's lookup was left under way with no thread to
-    end it, so every later call of that name waited its whole connect timeout (5 s here, then a timeout).  Now the
-    call fails at once, and the next one looks the name up."""
-    asked, release = hanging_resolver
-    start = threading.Thread.start
+@within(15)
+def test_a_lookup_thread_that_cannot_start_fails_that_call_alone(server, monkeypatch):
+    """A thread for a name's lookup that cannot be started (RuntimeError: a process at its thread limit) left the
+    lookup in the table of those under way for good: every later call of that name joined it, waited its whole
+    connect timeout and failed ('no connection within 2.0s'), however many threads were free by then.  Now that
+    call alone fails, with a TransportError saying why, and the next one looks the name up."""
+    import socket
 
-    def no_thread(thread):
-        if thread.name == "agenthub-resolve":
-            raise RuntimeError("can't start new thread")
-        return start(thread)
+    import agenthub.transport as transport_module
 
-    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    real_getaddrinfo = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):  # (llm.test is the fault server, found without any network)
+        return real_getaddrinfo("127.0.0.1" if host == "llm.test" else host, *args, **kwargs)
+
+    refused = []
+
+    class Thread(threading.Thread):
+        def start(self):
+            if self.name == "agenthub-resolve" and not refused:
+                refused.append(self.name)
+                raise RuntimeError("can't start new thread")
+            return super(Thread, self).start()
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(transport_module.threading, "Thread", Thread)
+    server.push([status(200, SSE, "length"), send(chat_stream("Hel", "lo"))])
+    client = AutoLLMClient("test-model", client_type="openai-chat", base_url="http://llm.test:{}/v1".format(server.port),
+                           api_key="sk-test", timeout=Timeout(connect=2, read=3), max_retries=0)
     with pytest.raises(TransportError) as info:
-        list(_hanging_client("x.hang.test", 5).streaming_response([USER]))
-    assert str(info.value) == "openai-chat: POST http://x.hang.test/v1/chat/completions failed: the connection failed"
-    assert (info.value.timeout, asked) == (False, [])
-    monkeypatch.setattr(threading.Thread, "start", start)
-    release["x.hang.test"].set()
+        list(client.streaming_response([USER]))
+    assert str(info.value) == (
+        "openai-chat: POST http://llm.test:{}/v1/chat/completions failed: the connection failed: no thread could be "
+        "started for the host name lookup (can't start new thread)".format(server.port))
+    assert (info.value.timeout, info.value.aborted) == (False, False)
+    assert refused == ["agenthub-resolve"]
+    assert transport_module._LOOKUPS == {}
+    assert text_of(client.streaming_response([USER])) == "Hello"
+
+
+@within(15)
+@pytest.mark.parametrize("how", ["abort", "deadline"])
+def test_a_stop_just_as_the_connect_is_done_sends_nothing(server, monkeypatch, how):
+    """A stop (abort, the deadline) that came once the socket was connected but before urllib3 held it found no
+    socket to shut down and said it was done: the request went out and the call waited for the answer's head
+    (the 5 s the server takes here; a read timeout at worst) before the stop took effect.  Now the connected
+    socket is shut down: nothing is sent, and the call ends at once."""
+    import agenthub.transport as transport_module
+
+    server.push([sleep(5), status(200, SSE, "length"), send(chat_stream("late"))])
+    client = make(server, session=transport_module.new_session(), max_retries=0)
+    real = transport_module._connect
+
+    def connect(conn, connecting):  # (the stop comes between the connect and the socket's hand-over)
+        sock = real(conn, connecting)
+        conn._agenthub_watch.stop(how)
+        return sock
+
+    monkeypatch.setattr(transport_module, "_connect", connect)
     with pytest.raises(TransportError) as info:
-        list(_hanging_client("x.hang.test", 5).streaming_response([USER]))
-    assert "did not resolve (DNS)" in str(info.value) and asked == ["x.hang.test"]
+        list(client.streaming_response([USER]))
+    assert (info.value.aborted, info.value.deadline) == ((True, False) if how == "abort" else (False, True))
+    assert server.requests == []
+
+
+@within(15)
+@pytest.mark.parametrize("how", ["abort", "deadline"])
+def test_a_tls_handshake_that_hangs_ends_at_abort_or_the_deadline(how):
+    """A server that takes the TCP connection and never answers the TLS ClientHello: abort() waited for the whole
+    connect timeout (20 s here; None: for ever).  The handshake runs on a socket urllib3 does not hold yet, and the
+    plain one it holds is detached by then: nothing could be shut down.  Now the call ends within a second.  (The
+    deadline case passed before too: a deadline caps the connect timeout; it is here as the abort's twin.)"""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # (never accepted: the kernel completes the TCP handshake, nobody answers TLS)
+    try:
+        client = AutoLLMClient("test-model", client_type="openai-chat",
+                               base_url="https://127.0.0.1:{}/v1".format(listener.getsockname()[1]), api_key="sk-test",
+                               timeout=Timeout(connect=20, read=30, total=0.5 if how == "deadline" else None),
+                               max_retries=0)
+        stream = client.streaming_response([USER])
+        timer = threading.Timer(0.5, stream.abort if how == "abort" else (lambda: None))
+        timer.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(TransportError) as info:
+                list(stream)
+            elapsed = time.monotonic() - started
+        finally:
+            timer.cancel()
+            timer.join()
+    finally:
+        listener.close()
+    assert elapsed < 1.5, elapsed  # (0.5 s to the abort or the deadline, then within a second)
+    error = info.value
+    assert (error.aborted, error.deadline, error.retryable) == (how == "abort", how == "deadline", False)

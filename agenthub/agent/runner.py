@@ -31,7 +31,8 @@ Rules (issue 30's Decisions):
   ``"is_error": True`` and a short message (exception type and text, no traceback, credentials scrubbed);
   the loop goes on and the model decides.  KeyboardInterrupt and SystemExit propagate to the run's thread.
 - A turn's calls run concurrently, at most ``parallel`` at a time, on the run's pool of daemon threads (kept
-  between turns, ended with the run; a lone call without a timeout runs in the run's thread; calls without a
+  between turns, ended with the run; a lone call without a timeout runs in the run's thread, unless that thread
+  runs an asyncio loop; calls without a
   timeout start one after another on one pool thread; once a call there has run 2 ms, the calls it has not
   started go to threads of their own; a turn whose calls are all of tools whose every call in the run so far
   returned within 2 ms, none with a timeout, runs them in the run's thread); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
@@ -957,7 +958,7 @@ _logger = logging.getLogger("agenthub")
 
 def _loop_running() -> bool:
     """Whether this thread runs an asyncio loop (a notebook, an async app reading a run): a tool that runs a
-    loop of its own (``asyncio.run``) fails there, so its calls keep to the tool threads they ran on."""
+    loop of its own (``asyncio.run``) fails there, so every call goes to the tool threads (a lone one too)."""
     asyncio = sys.modules.get("asyncio")  # (not imported: no loop runs)
     running = getattr(asyncio, "_get_running_loop", None)
     return running is not None and running() is not None
@@ -2380,7 +2381,12 @@ class Run(object):
             if task[2].timeout:
                 timed = True
                 break
-        if not timed and (len(runnable) <= 1 or self._parallel == 1):  # no thread: one call (or parallel=1)
+        # a thread running an asyncio loop runs no call (a tool's own asyncio.run fails there) while a slot is free
+        loop = bool(runnable) and _loop_running()
+        if loop and self._abandoned:
+            self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
+            loop = len(self._abandoned) < self._parallel  # (none free: in this thread, as ever, not 'no thread free')
+        if not timed and not loop and (len(runnable) <= 1 or self._parallel == 1):  # no thread: one call, parallel=1
             for index, call, entry, arguments, shown in tasks:
                 if self._aborted or self._halting:
                     return
@@ -2398,7 +2404,7 @@ class Run(object):
                 yield index, item, seconds
             return
         decided = None  # type: Optional[Dict[int, Tuple[Any, Optional[BaseException], float]]]
-        if not timed and not _loop_running():
+        if not timed and not loop:
             for task in runnable:
                 if not quick.get(task[2].name):
                     break
