@@ -6,18 +6,19 @@ Text (messages, thinking, tool calls and results, the system prompt, tool schema
 UTF-8 bytes / 3, rounded up, above what BPE tokenizers give for English (about 4 characters a token)
 and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; audio sent as bytes
 ``AUDIO_TOKENS_PER_SECOND`` for each second its headers say it lasts (``audio_seconds``: WAV, MP3, ADTS AAC, FLAC,
-Ogg, MP4 / M4A, WebM / Matroska), at least ``MEDIA_TOKENS``; audio whose length its bytes do not say, each video item, and each
-media item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
-``unknown_audio``); a document sent as bytes (a PDF, a text or
-office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are
-read as text and as images: a fixed figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
+Ogg, MP4 / M4A, WebM / Matroska; raw PCM by the rate its type names), at least ``MEDIA_TOKENS``, and so is
+audio in a ``data:audio/...`` URI; audio whose length its bytes do not say, each video item, and each media
+item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
+``unknown_audio``); a document sent as bytes (a PDF, a text or office file) its size over
+``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as text and as images: a fixed
+figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
 message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
 """
 
 import json
 import math
 import struct
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 __all__ = ["estimate_tokens", "estimate_parts", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio", "IMAGE_TOKENS", "MEDIA_TOKENS",
            "AUDIO_TOKENS_PER_SECOND", "MESSAGE_TOKENS",
@@ -87,6 +88,8 @@ _MPEG_KBPS = {(3, 3): (32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 
 _MPEG_RATES = {3: (44100, 48000, 32000), 2: (22050, 24000, 16000), 0: (11025, 12000, 8000)}
 #: ADTS (AAC) sampling frequencies by index
 _ADTS_RATES = (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350)
+#: the longest an ADTS frame lasts: four blocks of 1024 samples at its lowest rate
+_ADTS_LONGEST = 4 * 1024 / 7350.0
 #: the fewest bytes a second of MPEG audio takes (8 kbit/s, the lowest bitrate any version and layer has): bytes
 #: after the frames that are not a frame count as that much sound, never less
 _MPEG_LEAST_BYTES_PER_SECOND = 1000
@@ -125,7 +128,8 @@ def _mpeg_frame(data: Any, at: int) -> Optional[Tuple[int, int, int]]:
 def _frames_seconds(data: Any) -> Optional[float]:
     """How long MPEG audio (an MP3) or ADTS AAC lasts: its frames walked header to header (the sound is never
     decoded), an ID3v2 tag before them skipped; bytes after the last frame that are no tag count at the lowest
-    MPEG bitrate (ADTS: unknown).  None when no frame begins the data or there are more than ``_MAX_FRAMES``."""
+    MPEG bitrate (ADTS: a last frame cut short what its header says, anything else unknown).  None when no frame
+    begins the data or there are more than ``_MAX_FRAMES``."""
     at = 0
     if data[:3] == b"ID3" and len(data) >= 10:
         at = 10 + ((data[6] & 0x7F) << 21 | (data[7] & 0x7F) << 14 | (data[8] & 0x7F) << 7 | (data[9] & 0x7F))
@@ -156,9 +160,15 @@ def _frames_seconds(data: Any) -> Optional[float]:
         return None  # (longer than the walk goes)
     rest = data[at:at + 8]
     if at < end and not (rest[:3] == b"TAG" or rest == b"APETAGEX" or rest[:6] == b"LYRICS"):
-        if adts:
-            return None  # (an AAC frame can be a few bytes: no bound on what the rest lasts)
-        seconds += (end - at) / float(_MPEG_LEAST_BYTES_PER_SECOND)
+        if not adts:
+            seconds += (end - at) / float(_MPEG_LEAST_BYTES_PER_SECOND)
+        elif end - at < 7 and data[at] == 0xFF:  # the last frame's header cut short: at most its longest
+            seconds += _ADTS_LONGEST
+        else:  # the last frame cut short lasts what its header says, at most; anything else has no bound
+            frame = _mpeg_frame(data, at)  # (an AAC frame can be a few bytes)
+            if frame is None or at + frame[0] <= end:
+                return None
+            seconds += frame[1] / float(frame[2])
     return seconds
 
 
@@ -201,10 +211,13 @@ def _ogg_seconds(data: Any) -> Optional[float]:
         at = data.rfind(b"OggS", floor, at)
         if at < 0:
             return None
+        if data[at + 4:at + 5] != b"\x00" or len(data) < at + 27:
+            continue
         granule = int.from_bytes(data[at + 6:at + 14], "little")
-        if data[at + 4:at + 5] == b"\x00" and data[at + 14:at + 18] == serial and granule < 1 << 63 and \
-                len(data) >= at + 27:
+        if data[at + 14:at + 18] == serial and granule < 1 << 63:
             return granule / float(rate) if granule else None
+        if data[at + 5] & 0x02 and at:  # a stream beginning after the first one's last page: a chained file, whose
+            return None  # later links' granules start again from 0 (the first link alone is not its length)
 
 
 def _boxes(data: Any, start: int, end: int) -> Iterable[Tuple[bytes, int, int]]:
@@ -226,14 +239,23 @@ def _boxes(data: Any, start: int, end: int) -> Iterable[Tuple[bytes, int, int]]:
         at += size
 
 
+#: an ISO media duration that says none (all ones)
+_NO_DURATION = (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
+
+
 def _mp4_seconds(data: Any) -> Optional[float]:
     """An MP4 / M4A file's length: its ``moov`` box's ``mvhd`` duration over its timescale (the boxes walked by
-    their sizes, nothing decoded); None where it says none (a fragmented file)."""
+    their sizes, nothing decoded); a fragmented file's (an ``mvex`` in the ``moov``: its sound is in fragments
+    after it, which ``mvhd`` does not count) its ``mehd`` fragment duration; None where it says none (a fragmented
+    file without ``mehd``)."""
     if data[4:8] != b"ftyp":
         return None
     for kind, body, end in _boxes(data, 0, len(data)):
         if kind == b"moov":
-            for inner, start, _ in _boxes(data, body, end):
+            scale = duration = 0
+            whole = None  # type: Optional[int]  # a fragmented file's mehd: the length of all its fragments
+            fragmented = False
+            for inner, start, stop in _boxes(data, body, end):
                 if inner == b"mvhd":
                     if data[start] == 1:
                         scale = int.from_bytes(data[start + 20:start + 24], "big")
@@ -241,10 +263,16 @@ def _mp4_seconds(data: Any) -> Optional[float]:
                     else:
                         scale = int.from_bytes(data[start + 12:start + 16], "big")
                         duration = int.from_bytes(data[start + 16:start + 20], "big")
-                    if not scale or not duration or duration in (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF):
-                        return None
-                    return duration / float(scale)
-            return None
+                elif inner == b"mvex":  # sound in moof fragments after the moov, which mvhd does not count
+                    fragmented = True
+                    for part, at, _ in _boxes(data, start, stop):
+                        if part == b"mehd":
+                            whole = int.from_bytes(data[at + 4:at + (12 if data[at] == 1 else 8)], "big")
+            if fragmented:
+                duration = max(duration, whole) if whole and whole not in _NO_DURATION else 0
+            if not scale or not duration or duration in _NO_DURATION:
+                return None
+            return duration / float(scale)
     return None
 
 
@@ -325,12 +353,18 @@ def _webm_seconds(data: Any) -> Optional[float]:
 _MAX_SECONDS = 1e9
 
 
-def audio_seconds(data: Any) -> Optional[float]:
+def audio_seconds(data: Any, mime_type: Optional[str] = None) -> Optional[float]:
     """How long audio sent as bytes lasts, read from its headers (never decoded): a WAV (``wav_seconds``), an MP3
     or ADTS AAC (its frames walked), a FLAC (STREAMINFO), an Ogg file (Opus, Vorbis, FLAC or Speex: its last
-    page's granule position), an MP4 / M4A (``mvhd``), a WebM / Matroska (its Segment Info's Duration); None for
-    bytes of another kind, whose headers do not say it, or that say a length that is none (not above 0, NaN,
+    page's granule position), an MP4 / M4A (``mvhd``), a WebM / Matroska (its Segment Info's Duration); raw PCM,
+    which has no header, from its size and the rate its ``mime_type`` names (``audio/L16;rate=24000``: a Gemini
+    speech answer, a Chat answer's pcm16; channels and sample width as ``media.audio_format`` reads them); None
+    for bytes of another kind, whose headers do not say it, or that say a length that is none (not above 0, NaN,
     infinite, or above ``_MAX_SECONDS``)."""
+    if mime_type is not None and isinstance(data, (bytes, bytearray)):
+        pcm = _pcm_seconds(data, mime_type)
+        if pcm is not None:
+            return pcm if 0 < pcm <= _MAX_SECONDS else None
     if not isinstance(data, (bytes, bytearray)) or len(data) < 12:
         return None
     if type(data) is not bytes:
@@ -356,6 +390,27 @@ def audio_seconds(data: Any) -> Optional[float]:
     return seconds if seconds is not None and 0 < seconds <= _MAX_SECONDS else None  # (False for a NaN)
 
 
+def _pcm_seconds(data: Any, mime_type: Any) -> Optional[float]:
+    """Raw PCM's length: its size over the bytes a second its type says (None unless it names a rate)."""
+    from .errors import ConfigError
+    from .media import _params, audio_format
+
+    if not isinstance(mime_type, str):
+        return None
+    kind, params = _params(mime_type)
+    if kind not in _PCM_KINDS or not any(params.get(name) for name in ("rate", "sample_rate", "samplerate")):
+        return None  # (a rate not named: no length, not a guess)
+    try:
+        rate, channels, width = audio_format(mime_type)
+    except ConfigError:
+        return None
+    return len(data) / float(rate * channels * width)
+
+
+#: the raw PCM types whose length ``_pcm_seconds`` reads from their rate (not audio/basic: 8-bit mu-law)
+_PCM_KINDS = frozenset(["audio/l8", "audio/l16", "audio/l24", "audio/l32", "audio/pcm", "audio/raw", "audio/x-raw"])
+
+
 def _seconds_tokens(seconds: Optional[float]) -> int:
     if seconds is None:
         return MEDIA_TOKENS
@@ -363,14 +418,60 @@ def _seconds_tokens(seconds: Optional[float]) -> int:
 
 
 def unknown_audio(messages: Iterable[Mapping[str, Any]]) -> int:
-    """How many of the request's audio items (``inline_data`` of an ``audio/`` type) are of a length their bytes
-    do not say (``audio_seconds`` is None): ``estimate_tokens`` counts each ``MEDIA_TOKENS``, which may be far
-    below what it bills, so a Budget holds the most input the model takes for such a request."""
+    """How many of the request's audio items (``inline_data`` of an ``audio/`` type, a ``data:audio/...`` URI) are
+    of a length their bytes do not say (``audio_seconds`` is None): ``estimate_tokens`` counts each
+    ``MEDIA_TOKENS``, which may be far below what it bills, so a Budget holds the most input the model takes for
+    such a request."""
     return estimate_parts(messages)[2]
 
 
+#: the items that may hold audio: inline_data, and a data:audio/... URI in an image_url item or a tool result's images
+_AUDIO_KINDS = frozenset(["inline_data", "image_url", "tool_result"])
+
+
+def _audio_of(item: Mapping[str, Any]) -> Optional[List[Tuple[Any, Any]]]:
+    """(the data, its type) of each piece of audio ``item`` holds: an ``inline_data`` item of an ``audio/`` type,
+    an ``image_url`` item or a tool result's image holding a ``data:audio/...`` URI (sent as audio: Chat's
+    input_audio, Gemini's inlineData), its bytes decoded; None when it holds none."""
+    kind = item.get("type")
+    if kind == "inline_data":
+        mime_type = item.get("mime_type")
+        return [(item.get("data"), mime_type)] if str(mime_type or "").lower().startswith("audio/") else None
+    if kind == "image_url":
+        audio = _uri_audio(item.get("image_url"))
+        return None if audio is None else [audio]
+    found = [audio for audio in map(_uri_audio, item.get("images") or ()) if audio is not None]
+    return found or None
+
+
+def _uri_audio(url: Any) -> Optional[Tuple[bytes, str]]:
+    """(the bytes, the type) of a ``data:`` URI of an ``audio/`` type (b"" when its payload does not decode: a
+    length not known); None for any other URL."""
+    if not isinstance(url, str) or not url[:11].lower().startswith("data:audio/"):
+        return None
+    head, comma, payload = url.partition(",")
+    params = head[5:].split(";")
+    mime_type = ";".join(param for param in params if param.strip().lower() != "base64")
+    if not comma:
+        return b"", mime_type
+    if len(params) == len(mime_type.split(";")):
+        from urllib.parse import unquote_to_bytes
+
+        return unquote_to_bytes(payload), mime_type
+    import base64
+
+    try:
+        return base64.b64decode(payload, validate=True), mime_type
+    except ValueError:  # (binascii.Error)
+        return b"", mime_type
+
+
 def _url_tokens(url: str) -> int:
-    """An ``image_url`` item: a ``data:`` URI is measured (its base64 payload's decoded size), a URL is not."""
+    """An ``image_url`` item: a ``data:`` URI is measured (audio by its length, as ``inline_data`` audio is; anything
+    else by its base64 payload's decoded size), a URL is not."""
+    audio = _uri_audio(url)
+    if audio is not None:
+        return _seconds_tokens(audio_seconds(*audio))
     if url.startswith("data:"):
         head, _, payload = url.partition(",")
         mime_type = head[5:].split(";", 1)[0] or "application/octet-stream"
@@ -420,14 +521,19 @@ def estimate_parts(messages: Iterable[Mapping[str, Any]],
         items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
         for item in items or ():
             if type(item) is dict or isinstance(item, Mapping):
-                if item.get("type") == "inline_data" and str(item.get("mime_type") or "").lower().startswith("audio/"):
-                    seconds = audio_seconds(item.get("data"))
+                pieces = _audio_of(item) if item.get("type") in _AUDIO_KINDS else None
+                if pieces is None:
+                    total += _item_tokens(item)
+                    continue
+                for data, mime_type in pieces:  # (each read once)
+                    seconds = audio_seconds(data, mime_type if isinstance(mime_type, str) else None)
                     tokens = _seconds_tokens(seconds)
                     heard += tokens
                     unknown += seconds is None
-                else:
-                    tokens = _item_tokens(item)
-                total += tokens
+                    total += tokens
+                if item["type"] == "tool_result":  # (its text, and its images that are no audio)
+                    total += _item_tokens(dict(item, images=[image for image in item.get("images") or ()
+                                                             if _uri_audio(image) is None]))
     system = config.get("system_prompt")
     if isinstance(system, str):
         total += MESSAGE_TOKENS + text_tokens(system)
@@ -450,5 +556,6 @@ def estimate_with_output(messages: Iterable[Mapping[str, Any]], config: Optional
 
 def audio_tokens(messages: Iterable[Mapping[str, Any]]) -> int:
     """The part of ``estimate_tokens`` that is audio: the request's audio items (``inline_data`` of an
-    ``audio/`` type), what a Budget holds at the model's audio input price."""
+    ``audio/`` type, an image_url item or a tool result's image holding a ``data:audio/...`` URI), what a Budget
+    holds at the model's audio input price."""
     return estimate_parts(messages)[1]

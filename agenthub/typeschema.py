@@ -13,7 +13,7 @@ required keys), dataclasses (their ``InitVar``s too), ``NamedTuple`` (an object 
 (a ``str`` or an object's ``description`` becomes the description; ``ge``/``gt``/``le``/``lt``/
 ``min_length``/``max_length``/``pattern``/``multiple_of`` read duck-typed from the metadata, from pydantic's ``Field(...)`` or ``annotated_types``), a
 pydantic model (v2 ``model_json_schema``/``model_validate``, then ``model_validate_json``: a strict model takes a
-date's string; v1 ``schema``/``parse_obj``; pydantic validates it; agenthub never imports pydantic), and a
+date's string; a model with a union, ``model_validate_json`` first; v1 ``schema``/``parse_obj``; pydantic validates it; agenthub never imports pydantic), and a
 plain JSON Schema dict (the value is then the validated JSON).
 A type with no schema (``object``, a callable, a class, a recursive type where ``$ref`` is not allowed) is a
 ConfigError naming the field; so is a type or schema dict nested deeper than Python's stack.
@@ -553,8 +553,9 @@ def _build_model(comp: _Compiler, tp: Any) -> _Node:
     v2 = hasattr(tp, "model_json_schema")
 
     def body() -> _Node:
-        schema = _model_schema(comp, tp, dict(tp.model_json_schema() if v2 else tp.schema()))
-        validate = _as_json(tp) if v2 else tp.parse_obj
+        raw = dict(tp.model_json_schema() if v2 else tp.schema())
+        validate = _as_json(tp, _unions(raw)) if v2 else tp.parse_obj
+        schema = _model_schema(comp, tp, raw)
 
         def convert(value: Any, path: Any, ctx: _Ctx) -> Any:
             try:
@@ -565,20 +566,46 @@ def _build_model(comp: _Compiler, tp: Any) -> _Node:
     return comp.named(tp, body)
 
 
-def _as_json(tp: Any) -> Callable[[Any], Any]:
+def _unions(schema: Any) -> bool:
+    """Whether a model's JSON schema has a union of two or more types besides null (``Union[date, str]``)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in ("anyOf", "oneOf"):
+                branches = node.get(key)
+                if isinstance(branches, list) and sum(1 for branch in branches if not (
+                        isinstance(branch, dict) and branch.get("type") == "null")) > 1:
+                    return True
+            kind = node.get("type")
+            if isinstance(kind, list) and sum(1 for name in kind if name != "null") > 1:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _as_json(tp: Any, unions: bool = False) -> Callable[[Any], Any]:
     """A v2 model's validation of a JSON value as the JSON it is: a ``strict=True`` model (or field) refuses in
     Python mode the string a JSON ``date``, ``UUID`` or Enum value is and the array a tuple is, which JSON mode
     (``model_validate_json``) takes.  Python mode first (it takes what JSON mode takes of any other model, without
     writing the value out as JSON again), JSON mode when it refuses; a value JSON text cannot hold (``NaN``, an
-    object, a lone surrogate) is Python mode's alone."""
+    object, a lone surrogate) is Python mode's alone.  A model with ``unions`` (``_unions``) goes to JSON mode
+    first: a union picks the exact match, which differs between the modes (``Union[date, str]`` of a date's
+    string: the str in Python mode, the date in JSON mode, as pydantic reads a JSON reply)."""
     def validate(value: Any) -> Any:
-        try:
-            return tp.model_validate(value)
-        except Exception as exc:  # (pydantic's ValidationError: JSON mode says what holds, and what does not)
-            refused = exc
+        refused = None  # type: Optional[BaseException]
+        if not unions:
+            try:
+                return tp.model_validate(value)
+            except Exception as exc:  # (pydantic's ValidationError: JSON mode says what holds, and what does not)
+                refused = exc
         try:
             text = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError):  # (UnicodeEncodeError is a ValueError)
+            if refused is None:
+                return tp.model_validate(value)
             raise refused from None
         return tp.model_validate_json(text)
     return validate

@@ -290,10 +290,10 @@ def _ogg_page(granule, serial, packet, sequence):
         b"\x00\x00\x00\x00" + bytes([1, len(packet)]) + packet
 
 
-def _ogg_opus(seconds):
+def _ogg_opus(seconds, serial=7):
     head = b"OpusHead\x01\x01\x38\x01" + struct.pack("<I", 16000) + b"\x00\x00\x00"
-    pages = [_ogg_page(0, 7, head, 0), _ogg_page(0, 7, b"OpusTags" + b"\x00" * 8, 1)]
-    pages += [_ogg_page(48000 * (n + 1), 7, b"\x00" * 200, n + 2) for n in range(seconds)]
+    pages = [_ogg_page(0, serial, head, 0), _ogg_page(0, serial, b"OpusTags" + b"\x00" * 8, 1)]
+    pages += [_ogg_page(48000 * (n + 1), serial, b"\x00" * 200, n + 2) for n in range(seconds)]
     return b"".join(pages)
 
 
@@ -384,7 +384,7 @@ def test_a_budget_hold_reads_each_audio_item_once(monkeypatch):
 
     reads = []
     real = estimate.audio_seconds
-    monkeypatch.setattr(estimate, "audio_seconds", lambda data: reads.append(len(data)) or real(data))
+    monkeypatch.setattr(estimate, "audio_seconds", lambda data, mime_type=None: reads.append(len(data)) or real(data, mime_type))
     mp3 = _mp3(600 * 44100 // 1152 + 1)
     webm = b"\x1a\x45\xdf\xa3" + b"\x00" * 64
     messages = [{"role": "user", "content_items": [
@@ -475,3 +475,68 @@ def test_no_webm_crashes_or_hangs_the_estimate():
             assert estimate_tokens(messages) >= MEDIA_TOKENS
 
     check()
+
+
+def _box(kind, body):
+    return struct.pack(">I", 8 + len(body)) + kind + body
+
+
+def _fragmented_m4a(first, total, mehd=True):
+    """An MP4 whose sound is in fragments after its moov (``moof`` + ``mdat``): the mvhd says ``first`` seconds (what
+    was in the moov when it was written, as ffmpeg's frag_keyframe writes it), mehd (when there) ``total``."""
+    ftyp = struct.pack(">I", 20) + b"ftypiso6" + b"\x00\x00\x02\x00" + b"iso6"
+    mvhd = _box(b"mvhd", b"\x00\x00\x00\x00" + b"\x00" * 8 + struct.pack(">II", 1000, first * 1000) + b"\x00" * 80)
+    mvex = _box(b"mvex", (_box(b"mehd", b"\x00\x00\x00\x00" + struct.pack(">I", total * 1000)) if mehd else b"") +
+                _box(b"trex", b"\x00" * 24))
+    fragments = (_box(b"moof", b"\x00" * 40) + _box(b"mdat", b"\x00" * 400)) * 20
+    return ftyp + _box(b"moov", mvhd + mvex) + fragments
+
+
+def test_a_fragmented_mp4_is_as_long_as_its_fragments_not_its_moov():
+    """A fragmented MP4 (Safari's MediaRecorder, ffmpeg's frag_keyframe) keeps its sound in moof fragments after the
+    moov; its mvhd counts only what the moov held (one fragment, or nothing): 600 seconds were read as 2.  The
+    mehd's fragment duration says the whole; without one the length is unknown (the model's whole input held)."""
+    assert audio_seconds(_fragmented_m4a(2, 600)) == pytest.approx(600.0, rel=1e-12)
+    assert audio_seconds(_fragmented_m4a(2, 600, mehd=False)) is None
+    assert audio_seconds(_fragmented_m4a(0, 600)) == pytest.approx(600.0, rel=1e-12)
+    assert audio_seconds(_m4a(600)) == pytest.approx(600.0, rel=1e-12)  # (no mvex: the mvhd says it all)
+
+
+def test_a_chained_ogg_is_not_read_as_its_first_link():
+    """Ogg files chain (one stream after another, each from its own BOS page; concatenated Opus files): the first
+    stream's last granule said only its own length, so 30 seconds of a first link and 90 of a second were read as 30.
+    A link that begins after the first stream's last page makes the length unknown."""
+    assert audio_seconds(_ogg_opus(30)) == pytest.approx(30.0, rel=1e-12)
+    assert audio_seconds(_ogg_opus(30) + _ogg_opus(90, serial=9)) is None
+
+
+def test_audio_in_a_data_uri_is_held_by_its_length_as_inline_data_is():
+    """An image_url item (or a tool result's image) holding a ``data:audio/...`` URI is sent as audio (Chat's
+    input_audio, Gemini's inlineData): it was 1600 tokens at the text price whatever its length, and never
+    counted as audio of unknown length."""
+    import base64
+
+    ten_minutes = 600 * 44100 // 1152 + 1
+    uri = "data:audio/mpeg;base64," + base64.b64encode(_mp3(ten_minutes)).decode()
+    heard = int(math.ceil(audio_seconds(_mp3(ten_minutes)) * 32))  # 19201 tokens
+    for item in ({"type": "image_url", "image_url": uri},
+                 {"type": "tool_result", "tool_call_id": "c1", "text": "", "images": [uri]}):
+        messages = [{"role": "user", "content_items": [item]}]
+        assert audio_tokens(messages) == heard
+        assert estimate_tokens(messages) == heard + 4
+        assert unknown_audio(messages) == 0
+    webm = "data:audio/webm;base64," + base64.b64encode(b"\x1a\x45\xdf\xa3" + b"\x00" * 64).decode()
+    messages = [{"role": "user", "content_items": [{"type": "image_url", "image_url": webm}]}]
+    assert unknown_audio(messages) == 1 and audio_tokens(messages) == MEDIA_TOKENS
+
+
+def test_adts_whose_last_frame_is_cut_short_is_as_long_as_its_frames_say():
+    """An AAC stream cut mid-frame (a recording stopped, a capture of a live stream) was of unknown length, so a
+    Budget held the model's whole input for it (and refused it under a modest limit): the cut frame lasts what its
+    header says, at most; a header cut short at most the longest frame (4096 samples at 7350 Hz)."""
+    whole = _adts(9375)
+    assert audio_seconds(whole[:-5]) == pytest.approx(600.0, rel=1e-12)
+    # 5 bytes of the last frame's header: the 9374 frames before it and the longest a frame lasts
+    assert audio_seconds(whole[:-15]) == pytest.approx(9374 * 1024 / 16000.0 + 4096 / 7350.0, rel=1e-12)
+    assert audio_seconds(whole + b"\x00" * 5) is None  # (what is no frame: no bound)
+    assert audio_seconds(whole[:-20] + b"\x00" * 40) is None

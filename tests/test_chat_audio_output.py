@@ -50,6 +50,7 @@ def _stream(expires=EXPIRES, data=None):
     return b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
 
 
+PCM16_TYPE = "audio/L16;codec=pcm;rate=24000"
 SPOKEN = [{"type": "text", "text": "Hi there!", "fidelity": {"audio_transcript": True}},
           {"type": "inline_data", "data": b"".join(PCM), "mime_type": "audio/L16;codec=pcm;rate=24000",
            "fidelity": {"audio_id": AUDIO_ID, "expires_at": EXPIRES}}]
@@ -133,3 +134,26 @@ def test_one_spoken_turn_costs_one_price_on_every_path(tmp_path, monkeypatch):
         assert replayed.replayed_turns == 1 and replayed.messages[-1]["content_items"] == SPOKEN
         paths["journal replay"] = replayed.cost_usd
     assert {path: round(price, 12) for path, price in paths.items()} == {path: round(HAND, 12) for path in paths}
+
+
+def test_a_spoken_answer_in_the_history_is_held_by_its_length_not_the_whole_window():
+    """A spoken answer's audio (raw pcm16, no header to read its length from) stayed in the history as an
+    audio item of unknown length: each later turn held the model's whole window at the audio input price
+    (128,000 tokens of gpt-audio: 4.10 USD), so a conversation under a 1 USD Budget was refused at its second
+    turn.  Raw PCM's length is its size over the rate its type names (24 kHz, 16-bit, mono)."""
+    from agenthub import Budget
+    from agenthub.estimate import audio_seconds, audio_tokens, unknown_audio
+
+    pcm = [{"role": "assistant", "content_items": [{"type": "inline_data", "mime_type": PCM16_TYPE,
+                                                    "data": b"\x00" * 48000 * 120}]}]  # 120 seconds
+    assert unknown_audio(pcm) == 0 and audio_tokens(pcm) == 120 * 32
+    assert audio_seconds(b"\x00" * 48000 * 120, "audio/L16;rate=24000;channels=2") == 60.0
+    assert audio_seconds(b"\x00" * 48000, "audio/pcm;rate=16000") == 1.5  # (16-bit unless it says)
+    assert audio_seconds(b"\x00" * 48000, "audio/L16") is None  # (no rate: no length)
+    with Upstream() as up:
+        up.routes["up"] = [Route(_stream()), Route(_stream())]
+        budget = Budget(1.0)
+        client = _client(up, budget=budget)
+        client.response_stateful(MESSAGES[0], CONFIG)
+        client.response_stateful({"role": "user", "content_items": [{"type": "text", "text": "Again"}]}, CONFIG)
+    assert len(up.requests) == 2 and budget.spent_usd == pytest.approx(2 * HAND, rel=1e-12)

@@ -703,3 +703,61 @@ def test_a_null_for_an_optional_field_is_left_out_on_every_wire(model, client_ty
         parsed = client.parse([USER], Order, retries=0)
     assert len(server.requests) == 1
     assert (parsed.value, parsed.json, parsed.attempts) == (Order("pen"), {"sku": "pen"}, 1)
+
+
+@dataclasses.dataclass
+class Pick:
+    sku: str
+    color: Literal["red", "blue", None] = "red"
+
+
+def test_a_null_an_optional_literal_allows_is_kept_not_read_as_left_out():
+    """``Literal["red", "blue", None] = "red"`` is ``{"enum": ["red", "blue", null]}``, no ``type``: a null is one of
+    its values, yet it was read as a null the strict form added for a property left out, so the model's explicit
+    ``null`` became the default ``"red"``, silently, on every wire (a pydantic model's field too)."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps({"sku": "pen", "color": None}))])] * 2
+        client = client_for(server, "openai-chat")
+        parsed = client.parse([USER], Pick, retries=0)
+        sent = server.requests[0]["body"]["response_format"]["json_schema"]["schema"]
+        assert sent["properties"]["color"] == {"enum": ["red", "blue", None]}
+        assert (parsed.value, parsed.json) == (Pick("pen", None), {"sku": "pen", "color": None})
+        pydantic = pytest.importorskip("pydantic")
+
+        class Picked(pydantic.BaseModel):
+            sku: str
+            color: Literal["red", "blue", None] = "red"
+
+        assert client.parse([USER], Picked, retries=0).value == Picked(sku="pen", color=None)
+
+        class Color(enum.Enum):
+            RED = "red"
+            UNSET = None
+
+        class Painted(pydantic.BaseModel):  # (an Enum is a $ref to its definition, which holds the null)
+            sku: str
+            color: Color = Color.RED
+
+        server.answers += [Answer([chat_text(json.dumps({"sku": "pen", "color": None}))])]
+        assert client.parse([USER], Painted, retries=0).value == Painted(sku="pen", color=Color.UNSET)
+
+
+def test_a_pydantic_union_of_a_date_or_uuid_and_a_str_reads_as_pydantic_reads_the_json():
+    """Python mode first (a speed-up) read ``Union[date, str]`` and ``Union[UUID, str]`` as the str: in Python mode
+    a str is the exact match, where JSON mode (``model_validate_json``, how pydantic and the SDKs read a JSON reply,
+    and what agenthub did before) gives the date and the UUID.  A model with such a union is read in JSON mode."""
+    pydantic = pytest.importorskip("pydantic", minversion="2")
+    import datetime
+    import uuid
+
+    class Slot(pydantic.BaseModel):
+        day: Union[datetime.date, str]
+        ref: Union[uuid.UUID, str]
+        note: Optional[str] = None
+
+    answer = {"day": "2026-12-07", "ref": "12345678-1234-5678-1234-567812345678", "note": "x"}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))])]
+        parsed = client_for(server, "openai-chat").parse([USER], Slot, retries=0)
+    assert parsed.value == Slot.model_validate_json(json.dumps(answer))
+    assert (type(parsed.value.day), type(parsed.value.ref)) == (datetime.date, uuid.UUID)

@@ -94,8 +94,13 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
 
 
 def _nullable(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` takes a null: its type, one of its enum values (``Literal["a", None]`` has no type), its
+    const, or one of its branches."""
     kind = schema.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    values = schema.get("enum")
+    if (isinstance(values, list) and None in values) or ("const" in schema and schema["const"] is None):
         return True
     return any(isinstance(s, dict) and _nullable(s) for s in (schema.get("anyOf") or schema.get("oneOf") or ()))
 
@@ -158,7 +163,8 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
             out = {}
             for key, value in data.items():
                 sub = props.get(key)
-                if value is None and key not in required and isinstance(sub, Mapping) and not _nullable(sub):
+                if value is None and key not in required and isinstance(sub, Mapping) and \
+                        not _nullable(_resolved(sub, defs)):  # (a $ref to an Enum with a None member takes null)
                     continue
                 out[key] = _drop_added_nulls(value, sub, defs, depth + 1) if isinstance(sub, Mapping) else value
             return out
