@@ -619,6 +619,8 @@ class AutoLLMClient(object):
             from .tracer import RunTrace
 
             trace = RunTrace(config["trace_id"])
+        elif not self._hooks and not attempt_loop._registered and not self.__dict__.get("_tool_hooks"):
+            return {"client_hooks": (), "trace": None}  # (no hook at all: no lists made a run)
         return {"client_hooks": list(attempt_loop.hooks_for(self._hooks)) + list(self.__dict__.get("_tool_hooks", ())),
                 "trace": trace}
 

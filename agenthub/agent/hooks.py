@@ -95,6 +95,8 @@ def tool_hooks(client_hooks: Sequence[Any], hooks: Any) -> List[Any]:
     """The hooks of a run: the client's (and process-wide) ones that are ToolHooks, then ``hooks`` (each must
     be one: a ConfigError otherwise)."""
     if hooks is None:
+        if not client_hooks:
+            return []
         hooks = ()
     if isinstance(hooks, (str, bytes)) or not isinstance(hooks, (list, tuple)):
         raise ConfigError("hooks must be a list of agenthub.agent.ToolHook objects")

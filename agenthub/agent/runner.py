@@ -617,7 +617,7 @@ def joined_results(messages: List[Any]) -> List[Any]:
     for its plain ToolSchemas, then the runner's) joined into one, in the preceding turn's call order: the
     results of one turn go back in one message on every wire (Gemini wants them in one turn).  The same
     list when there is nothing to join."""
-    if not any(_results_only(a) and _results_only(b) for a, b in zip(messages, messages[1:])):
+    if len(messages) < 2 or not any(_results_only(a) and _results_only(b) for a, b in zip(messages, messages[1:])):
         return messages
     out = []  # type: List[Any]
     order = []  # type: List[str]
@@ -1063,7 +1063,7 @@ class Run(object):
             raise ConfigError("approve must be a callable (call) -> True | False | reason | {'arguments': ...}")
         if decisions is not None and not isinstance(decisions, _Mapping):
             raise ConfigError("decisions must map tool_call_id (or call_digest(call)) to a decision")
-        for key, value in (decisions or {}).items():
+        for key, value in (decisions.items() if decisions else ()):
             if not isinstance(key, str):
                 raise ConfigError("decisions are keyed by tool_call_id or call_digest(call), strings (got {})".format(
                     type(key).__name__))
@@ -1458,13 +1458,17 @@ class Run(object):
         if self._stop is None:
             raise ConfigError("the run ended without a result (it was closed, or a model call raised)")
         journal = self._journal
+        if journal is None:  # (the journal's fields at their defaults)
+            return RunResult(self._stop, self._final, list(self.messages), list(self._pending), self._turns,
+                             self.usage_metadata, self.cost_usd, list(self.calls), interrupted=list(self._interrupted),
+                             output=self._output, output_json=self._output_json, cut_usd=self.cut_usd)
         return RunResult(self._stop, self._final, list(self.messages), list(self._pending), self._turns,
                          self.usage_metadata, self.cost_usd, list(self.calls),
-                         run_id=journal.run_id if journal is not None else None,
-                         replayed_turns=journal.replayed_turns if journal is not None else 0,
-                         replayed_results=journal.replayed_results if journal is not None else 0,
+                         run_id=journal.run_id,
+                         replayed_turns=journal.replayed_turns,
+                         replayed_results=journal.replayed_results,
                          interrupted=list(self._interrupted), output=self._output, output_json=self._output_json,
-                         reattached_turns=journal.reattached_turns if journal is not None else 0,
+                         reattached_turns=journal.reattached_turns,
                          cut_usd=self.cut_usd)
 
     @property
