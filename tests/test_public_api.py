@@ -385,12 +385,14 @@ def test_every_module_has_a_floor():
 def test_the_dialect_record_shape_is_pinned():
     """Every per-dialect fact is a field of ``agenthub.providers.Dialect``, all required (no default): a dialect
     added without one is a TypeError, and a reader compares no dialect name (``knows_structured_output`` for
-    ``agenthub models --supports json_schema``, ``relays`` for the checks an agenthub server makes itself)."""
+    ``agenthub models --supports json_schema``, ``relays`` for the checks an agenthub server makes itself,
+    ``answers_required``, ``unique_call_ids`` and ``results_next`` for how a wire takes tool calls and results)."""
     import inspect
 
     from agenthub.providers import Dialect
 
     params = inspect.signature(Dialect.__init__).parameters
     assert list(params) == ["self", "name", "module", "operation", "provider_by_host", "tool_names", "call_ids",
-                            "marks", "reads", "compaction", "batch_api", "knows_structured_output", "relays"]
+                            "marks", "reads", "compaction", "batch_api", "knows_structured_output", "relays",
+                            "answers_required", "unique_call_ids", "results_next"]
     assert all(p.default is inspect.Parameter.empty for p in params.values())
