@@ -552,7 +552,7 @@ def surrogates_shown(text: str) -> str:
 
 
 def text_is_utf8(text: str) -> bool:
-    """Can UTF-8 carry ``text`` (it holds no lone surrogate)?  (Text of one byte a character is known to without
+    """Can UTF-8 carry ``text`` (it holds no lone surrogate)?  (Text of one byte a character is answered without
     reading it: ``types.lone_surrogate_in``.)"""
     return not lone_surrogate_in(text)
 
