@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from .errors import AgentHubError, ConfigError, EmptyResponseError, StreamProtocolError
 from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
-from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata, paired_halves
+from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata, lone_surrogate_in, paired_halves
 from .validate import check_json
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
@@ -552,14 +552,9 @@ def surrogates_shown(text: str) -> str:
 
 
 def text_is_utf8(text: str) -> bool:
-    """Can UTF-8 carry ``text`` (it holds no lone surrogate)?"""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    """Can UTF-8 carry ``text`` (it holds no lone surrogate)?  (Text of one byte a character is answered without
+    reading it: ``types.lone_surrogate_in``.)"""
+    return not lone_surrogate_in(text)
 
 
 _JOIN = 256

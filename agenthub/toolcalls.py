@@ -60,12 +60,12 @@ R7  A call with no id by the time it is announced gets a unique synthetic one.
 
 import contextvars
 import json
-import sys
 import uuid
 from typing import Any, Dict, List, Optional
 
 from .errors import StreamProtocolError, ToolCallArgumentParseError, preview
 from .types import MAX_DEPTH, paired_halves, too_deep  # one depth rule for model output and caller input
+from .types import lone_surrogate_in as _lone_surrogate_text  # (the one-byte text's look: types)
 
 __all__ = ["ToolCallAssembler", "MAX_DEPTH", "too_deep"]
 
@@ -107,38 +107,6 @@ def read_arguments(text: str) -> Dict[str, Any]:
     if too_deep(value):
         raise ValueError("the arguments nest deeper than {} levels".format(MAX_DEPTH))
     return value
-
-
-def _one_byte_overhead() -> int:
-    """What a str of one byte a character takes beyond its length on this interpreter, or 0 if unknown.
-
-    CPython keeps a str whose characters are all below 256 at one byte each (PEP 393): such a str, made
-    whole (compact), takes ``sizeof(its header) + 1 + len`` bytes; one of two or four bytes a character (the
-    only kinds that can hold a surrogate), or one with other storage, takes more than that, whatever its length."""
-    if sys.implementation.name != "cpython":
-        return 0
-    overhead = "".join(["\xe9", "\xe9"]).__sizeof__() - 2
-    latin, wide, widest = "".join(["\xe9"] * 5), "".join(["\u0100"] * 5), "".join(["\U00010000"] * 5)
-    if latin.__sizeof__() == overhead + 5 and wide.__sizeof__() > overhead + 5 < widest.__sizeof__():
-        return overhead
-    return 0  # pragma: no cover - a layout this check does not know
-
-
-_ONE_BYTE = _one_byte_overhead()
-
-
-def _lone_surrogate_text(text: str) -> bool:
-    """Does ``text`` hold a lone surrogate (``"\\ud800"``: a code point no UTF-8 can carry)?  Text stored at one
-    byte a character holds none, and that is known without reading it (ASCII; on CPython, below 256: its size
-    says so); any other text is encoded as UTF-8, which refuses a surrogate.  (No copy for the first kind: a
-    megabyte's fresh copy costs more than the encoding, in the allocator, than its bytes do.)"""
-    if text.isascii() or (_ONE_BYTE and text.__sizeof__() == _ONE_BYTE + len(text)):
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _lone_surrogate(value: Any, raw: str) -> bool:

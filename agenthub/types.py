@@ -10,6 +10,7 @@ Written for Python 3.8: ``total=False`` bases instead of ``NotRequired``,
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -482,6 +483,38 @@ MAX_DEPTH = 128
 
 #: a high surrogate, then a low one: the two UTF-16 halves of one character
 _HALVES = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _one_byte_overhead() -> int:
+    """What a str of one byte a character takes beyond its length on this interpreter, or 0 if unknown.
+
+    CPython keeps a str whose characters are all below 256 at one byte each (PEP 393): such a str, made
+    whole (compact), takes ``sizeof(its header) + 1 + len`` bytes; one of two or four bytes a character (the
+    only kinds that can hold a surrogate), or one with other storage, takes more than that, whatever its length."""
+    if sys.implementation.name != "cpython":
+        return 0
+    overhead = "".join(["\xe9", "\xe9"]).__sizeof__() - 2
+    latin, wide, widest = "".join(["\xe9"] * 5), "".join(["\u0100"] * 5), "".join(["\U00010000"] * 5)
+    if latin.__sizeof__() == overhead + 5 and wide.__sizeof__() > overhead + 5 < widest.__sizeof__():
+        return overhead
+    return 0  # pragma: no cover - a layout this check does not know
+
+
+_ONE_BYTE = _one_byte_overhead()
+
+
+def lone_surrogate_in(text: str) -> bool:
+    """Does ``text`` hold a surrogate code point (``"\\ud800"``: one no UTF-8 can carry)?  Text stored at one
+    byte a character holds none, and that is known without reading it (ASCII; on CPython, below 256: its size
+    says so); any other text is encoded as UTF-8, which refuses a surrogate.  (No copy for the first kind: a
+    megabyte's fresh copy costs more than the encoding, in the allocator, than its bytes do.)"""
+    if text.isascii() or (_ONE_BYTE and text.__sizeof__() == _ONE_BYTE + len(text)):
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def paired_halves(text: str) -> str:

@@ -8,11 +8,12 @@ call in 20,000 fragments per protocol, one HTTP chunk per event.  Two ``agenthub
 side, one with the library as it was at ``--before`` (``ab.tree_at``), one with this checkout; each has its own
 client process (``client_type="agenthub"``, and the direct client for the same stream), with the same tree
 first on its path.  Per rep, in alternating order, each side streams every scenario directly and then through
-its server: the client's CPU (``getrusage`` in the client process; the events of its first stream each way
-compared) and the server's (``serve.process_cpu``: its process CPU clock, all threads, in nanoseconds; /proc's
-10 ms ticks where there is none).  Printed per protocol and stream: the median direct CPU, the
-medians of client and server through the server as ratios to it, and their sum (target <= 1.5x), before and
-after side by side, with the load average.
+its server: the client's CPU and context switches (``getrusage`` in the client process; the events of its first
+stream each way compared) and the server's CPU (``serve.process_cpu``: its process CPU clock, all threads, in
+nanoseconds; /proc's 10 ms ticks where there is none).  Printed per protocol and stream: the median direct CPU,
+the medians of client and server through the server as ratios to it, and their sum (target <= 1.5x), before and
+after side by side, with the load average; then the client's context switches per stream, direct and through
+the server (the server's own threads: ``serve_threads.py``).
 """
 
 import argparse
@@ -57,8 +58,8 @@ for line in sys.stdin:
     for _ in client.streaming_response(messages):
         count += 1
     after = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps([after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, count, digests[key]]),
-          flush=True)
+    print(json.dumps([after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, count, digests[key],
+                      after.ru_nvcsw - before.ru_nvcsw + after.ru_nivcsw - before.ru_nivcsw]), flush=True)
 '''
 
 
@@ -123,7 +124,8 @@ def main():
             json.dump({"models": rows, "max_concurrent_streams": 16}, handle)
         sides["before"] = Side(ab.tree_at(args.before), config_path)
         sides["after"] = Side(ab.ROOT, config_path)
-        samples = {(side, row["id"]): {"direct": [], "client": [], "server": []} for side in sides for row in rows}
+        samples = {(side, row["id"]): {"direct": [], "client": [], "server": [], "direct_csw": [], "client_csw": []}
+                   for side in sides for row in rows}
         loads = []
         for rep in range(args.reps):
             order = ("before", "after") if rep % 2 == 0 else ("after", "before")
@@ -134,9 +136,11 @@ def main():
                     cell = samples[(side, row["id"])]
                     direct = run.drain("direct", row["base_url"], row["id"], row["client_type"])
                     cell["direct"].append(direct[0])
+                    cell["direct_csw"].append(direct[3])
                     start = serve.process_cpu(run.server.pid)
                     via = run.drain("via", run.url, row["id"], row["client_type"])
                     cell["client"].append(via[0])
+                    cell["client_csw"].append(via[3])
                     if via[2] != direct[2]:
                         raise SystemExit("{} {}: the events through the server are not the direct client's".format(
                             side, row["id"]))
@@ -168,6 +172,16 @@ def main():
                 cells.append(" / ".join(pair))
             protocol, _, label = row["id"].rpartition("-")
             print("| {} | {} | {} |".format(protocol, label, " | ".join(cells)))
+        print()
+        print("Context switches of the client process per stream (voluntary + involuntary), medians:")
+        print()
+        print("| protocol | stream | direct before / after | through the server before / after |")
+        print("| --- | --- | ---: | ---: |")
+        for row in rows:
+            protocol, _, label = row["id"].rpartition("-")
+            print("| {} | {} | {} |".format(protocol, label, " | ".join(
+                " / ".join("{:.0f}".format(statistics.median(samples[(side, row["id"])][key]))
+                           for side in ("before", "after")) for key in ("direct_csw", "client_csw"))))
     finally:
         for side in sides.values():
             side.close()

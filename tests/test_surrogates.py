@@ -367,3 +367,19 @@ def test_batch_status_shows_an_engines_error_with_a_lone_surrogate(monkeypatch, 
     assert main(["batch", "status", "state.json"]) == 0
     assert capsys.readouterr()[0] == ("ended: 1 row(s) in 1 batch(es)\n"
                                       "  openai m batch_1 (1 rows): failed; line 1: bad \\ud83d\n")
+
+
+class _Text(str):
+    """A str subclass: stored like any str, but its size is not a plain str's (the one-byte look does not apply)."""
+
+
+def test_text_is_utf8_for_every_kind_of_str_storage():
+    from agenthub.stream import text_is_utf8
+    from agenthub.types import lone_surrogate_in
+
+    cases = [("", True), ("plain", True), ("café\x00\xff" * 300, True), ("\u0100", True), ("日本" * 500, True),
+             ("\U0001f600", True), ("\ud83d", False), ("\ude00", False), ("x\ud83d\ude00", False),
+             ("café" * 300 + "\ud800", False), ("日本" + "\udfff", False), ("\U0001f600\ud800", False),
+             ("Ā" * 3 + "é", True), ("Āé"[1:] * 1000, True), (_Text("café"), True), (_Text("a\ud800"), False)]
+    assert [text_is_utf8(text) for text, _ in cases] == [can for _, can in cases]
+    assert [lone_surrogate_in(text) for text, _ in cases] == [not can for _, can in cases]
