@@ -228,8 +228,13 @@ def test_an_entry_redis_holds_as_bytes_that_are_not_utf8_is_corrupt_not_a_unicod
 
 
 def test_a_turn_holding_a_lone_surrogate_is_not_taken_for_corrupt():
-    """The entry check reads a turn's message as the data model has it; a lone surrogate in its text is what the
-    journal stores escaped and reads back (the wire's concern, as it was live), not a corrupt entry."""
+    """The entry check reads a turn's message as the data model has it; a lone surrogate in its text, or in the name
+    of a tool call's argument (it was taken for corrupt there), is what the journal stores escaped and reads back
+    (the wire's concern, as it was live), not a corrupt entry."""
+    from agenthub.agent.journal import _checked_message
+
+    call = {"type": "tool_call", "tool_call_id": "c1", "name": "look_up", "arguments": {"\ud800": None}}
+    assert _checked_message(dict(ANSWER, content_items=[call]), "assistant")
     store = MemoryStore()
     odd = dict(ANSWER, content_items=[{"type": "text", "text": "Rome \ud800 is open."}])
     _journal_with(store, {"k": "turn", "turn": 0, "cost": 0.5, "route": {}, "message": odd})

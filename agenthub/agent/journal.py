@@ -197,8 +197,8 @@ def _surrogates_marked(value: Any) -> Any:
     """``value`` with each lone surrogate of its strings as U+FFFD (what the rest of it is checked with)."""
     if type(value) is str:
         return _SURROGATE.sub("\ufffd", value)
-    if type(value) is dict:
-        return {k: _surrogates_marked(v) for k, v in value.items()}
+    if type(value) is dict:  # (the keys too: a tool call's argument names are the model's strings as well)
+        return {_surrogates_marked(k): _surrogates_marked(v) for k, v in value.items()}
     if type(value) is list:
         return [_surrogates_marked(v) for v in value]
     return value
