@@ -336,7 +336,9 @@ class BudgetHook(AttemptHook):
                 return  # a retry, or a background response's resume: the call's hold stands
         config = attempt.config or {}
         if not self.budget.allow_unpriced and offers_image_tool(getattr(attempt.request, "body", None)):
-            raise ConfigError("{}: {}".format(attempt.client_type, IMAGE_TOOL_REFUSED))
+            refused = ConfigError("{}: {}".format(attempt.client_type, IMAGE_TOOL_REFUSED))
+            refused.__dict__["_agenthub_refused"] = True  # (nothing sent: a job's row counts no attempt for it)
+            raise refused
         limit = 0 if self.embeddings else getattr(attempt.request, "max_output", None)  # the plan's (HttpRequest)
         if limit is None and config.get("max_tokens") is not None:
             limit = config["max_tokens"]
