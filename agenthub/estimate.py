@@ -9,8 +9,8 @@ and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_
 Ogg, MP4 / M4A, WebM / Matroska; raw PCM by the rate its type names), at least ``MEDIA_TOKENS``, and so is
 audio in a ``data:audio/...`` URI; audio whose length its bytes do not say, each video item, and each media
 item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
-``unknown_audio``, and for video sent as bytes: ``unknown_video``); a document sent as bytes (a PDF, a text or office file) its size over
-``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as text and as images: a fixed
+``unknown_audio``, and for video sent as bytes: ``unknown_video``); a document sent as bytes (a PDF, a text or
+office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as text and as images: a fixed
 figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
 message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
 """
@@ -429,7 +429,7 @@ def unknown_audio(messages: Iterable[Mapping[str, Any]]) -> int:
 def unknown_video(messages: Iterable[Mapping[str, Any]]) -> int:
     """How many video items the request sends as bytes (``inline_data`` of a ``video/`` type, a ``data:video/...``
     URI in an ``image_url`` item or a tool result's images): their length is not read, ``estimate_tokens`` counts
-    each ``MEDIA_TOKENS``, and Gemini bills some 300 tokens for each second of one, so a Budget holds the most
+    each ``MEDIA_TOKENS``, and Gemini bills about 260 tokens for each second of one, so a Budget holds the most
     input the model takes for such a request (at its input price)."""
     count = 0
     for message in messages or ():
