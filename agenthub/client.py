@@ -1125,7 +1125,8 @@ class AutoLLMClient(object):
         """``credential_values``; ``public`` False: without the values of the headers that are no credential
         (``_redact.PUBLIC_HEADERS``: User-Agent, anthropic-beta...), which name no account."""
         key = self._endpoint.api_key
-        values = [v for k, v in self._endpoint.headers.items() if isinstance(v, str) and (public or not is_public_header(k))]
+        values = [v for k, v in self._endpoint.headers.items()
+                  if isinstance(v, str) and (public or not is_public_header(k))]
         values.extend(key.secrets() if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else [])
         return values + url_query_secrets(self._endpoint.base_url)  # user:password@, a ?key= of a gateway's
 

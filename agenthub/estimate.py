@@ -10,8 +10,8 @@ Ogg, MP4 / M4A, WebM / Matroska; raw PCM by the rate its type names), at least `
 audio in a ``data:audio/...`` URI; audio whose length its bytes do not say, each video item, and each media
 item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
 ``unknown_audio``, and for video sent as bytes: ``unknown_video``); a document sent as bytes (a PDF, a text or
-office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as text and as images: a fixed
-figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
+office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as
+text and as images: a fixed figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
 message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
 """
 
