@@ -336,7 +336,9 @@ class BudgetHook(AttemptHook):
                 return  # a retry, or a background response's resume: the call's hold stands
         config = attempt.config or {}
         if not self.budget.allow_unpriced and offers_image_tool(getattr(attempt.request, "body", None)):
-            raise ConfigError("{}: {}".format(attempt.client_type, IMAGE_TOOL_REFUSED))
+            refused = ConfigError("{}: {}".format(attempt.client_type, IMAGE_TOOL_REFUSED))
+            refused.__dict__["_agenthub_refused"] = True  # (nothing sent: a job's row counts no attempt for it)
+            raise refused
         limit = 0 if self.embeddings else getattr(attempt.request, "max_output", None)  # the plan's (HttpRequest)
         if limit is None and config.get("max_tokens") is not None:
             limit = config["max_tokens"]
@@ -354,17 +356,19 @@ class BudgetHook(AttemptHook):
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
         from .catalog import fast_tier, find_model
-        from .estimate import estimate_parts
+        from .estimate import estimate_parts, unknown_video
 
         inputs, heard, unknown = estimate_parts(attempt.messages or (), config)  # (each audio item read once)
         heard = min(heard, inputs)
-        if unknown:
-            # audio whose bytes do not say how long it lasts (a format whose headers agenthub does not read): it may
-            # bill up to the model's whole input, so that is held (at the audio price), never a flat guess
+        if unknown or unknown_video(attempt.messages or ()):
+            # audio whose bytes do not say how long it lasts (a format whose headers agenthub does not read), or a
+            # video sent as bytes (its length not read): it may bill up to the model's whole input, so that is held
+            # (at the audio price for such audio, else the input price), never a flat guess
             row = find_model(attempt.model)
             window = row.get("context_window") if row else None
             if isinstance(window, int) and window > inputs:
-                heard += window - inputs
+                if unknown:
+                    heard += window - inputs
                 inputs = window
         started = getattr(getattr(attempt, "call", None), "started_ms", None)
         try:

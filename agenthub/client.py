@@ -54,7 +54,7 @@ from .attempts import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, Attempt, A
                        run_attempts, same_route, scrub)
 from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
-from ._redact import secret_values, shown_url, url_query_secrets
+from ._redact import is_public_header, secret_values, shown_url, url_query_secrets
 from ._redact import body_secrets
 from .breaker import account_mark, endpoint_name, settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_origin, url_server  # the one host rule: which host a request connects to
@@ -1100,7 +1100,7 @@ class AutoLLMClient(object):
         if not any(getattr(hook, "shares", None) == "limiter" for hook in hooks):
             return None
         if "_account_mark" not in self.__dict__:
-            self._account_mark = account_mark(self.credential_values())
+            self._account_mark = account_mark(self._credential_values(False))  # (a User-Agent names no account)
         return self._account_mark
 
     def _call_for(self, call: Attempt, hooks: Sequence[AttemptHook] = ()) -> Attempt:
@@ -1119,8 +1119,14 @@ class AutoLLMClient(object):
     def credential_values(self) -> List[str]:
         """What this client's requests carry as credentials, never to be shown (a log, a trace, an error):
         its key (every part of a credential set), its default headers' values, ``user:password@`` of its URL."""
+        return self._credential_values(True)
+
+    def _credential_values(self, public: bool) -> List[str]:
+        """``credential_values``; ``public`` False: without the values of the headers that are no credential
+        (``_redact.PUBLIC_HEADERS``: User-Agent, anthropic-beta...), which name no account."""
         key = self._endpoint.api_key
-        values = [v for v in self._endpoint.headers.values() if isinstance(v, str)]
+        values = [v for k, v in self._endpoint.headers.items()
+                  if isinstance(v, str) and (public or not is_public_header(k))]
         values.extend(key.secrets() if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else [])
         return values + url_query_secrets(self._endpoint.base_url)  # user:password@, a ?key= of a gateway's
 

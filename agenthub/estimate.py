@@ -9,9 +9,9 @@ and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_
 Ogg, MP4 / M4A, WebM / Matroska; raw PCM by the rate its type names), at least ``MEDIA_TOKENS``, and so is
 audio in a ``data:audio/...`` URI; audio whose length its bytes do not say, each video item, and each media
 item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
-``unknown_audio``); a document sent as bytes (a PDF, a text or office file) its size over
-``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as text and as images: a fixed
-figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
+``unknown_audio``, and for video sent as bytes: ``unknown_video``); a document sent as bytes (a PDF, a text or
+office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as
+text and as images: a fixed figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
 message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
 """
 
@@ -20,7 +20,8 @@ import math
 import struct
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-__all__ = ["estimate_tokens", "estimate_parts", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio", "IMAGE_TOKENS", "MEDIA_TOKENS",
+__all__ = ["estimate_tokens", "estimate_parts", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio",
+           "unknown_video", "IMAGE_TOKENS", "MEDIA_TOKENS",
            "AUDIO_TOKENS_PER_SECOND", "MESSAGE_TOKENS",
            "TOOL_TOKENS", "DOCUMENT_BYTES_PER_TOKEN"]
 
@@ -423,6 +424,31 @@ def unknown_audio(messages: Iterable[Mapping[str, Any]]) -> int:
     ``MEDIA_TOKENS``, which may be far below what it bills, so a Budget holds the most input the model takes for
     such a request."""
     return estimate_parts(messages)[2]
+
+
+def unknown_video(messages: Iterable[Mapping[str, Any]]) -> int:
+    """How many video items the request sends as bytes (``inline_data`` of a ``video/`` type, a ``data:video/...``
+    URI in an ``image_url`` item or a tool result's images): their length is not read, ``estimate_tokens`` counts
+    each ``MEDIA_TOKENS``, and Gemini bills about 260 tokens for each second of one, so a Budget holds the most
+    input the model takes for such a request (at its input price)."""
+    count = 0
+    for message in messages or ():
+        items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
+        for item in items or ():
+            if not (type(item) is dict or isinstance(item, Mapping)):
+                continue
+            kind = item.get("type")
+            if kind == "inline_data":
+                count += str(item.get("mime_type") or "").lower().startswith("video/")
+            elif kind == "image_url":
+                count += _is_video_uri(item.get("image_url"))
+            elif kind == "tool_result":
+                count += sum(_is_video_uri(image) for image in item.get("images") or ())
+    return count
+
+
+def _is_video_uri(url: Any) -> bool:
+    return isinstance(url, str) and url[:11].lower().startswith("data:video/")
 
 
 #: the items that may hold audio: inline_data, and a data:audio/... URI in an image_url item or a tool result's images

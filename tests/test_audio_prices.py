@@ -540,3 +540,29 @@ def test_adts_whose_last_frame_is_cut_short_is_as_long_as_its_frames_say():
     assert audio_seconds(whole[:-15]) == pytest.approx(9374 * 1024 / 16000.0 + 4096 / 7350.0, rel=1e-12)
     assert audio_seconds(whole + b"\x00" * 5) is None  # (what is no frame: no bound)
     assert audio_seconds(whole[:-20] + b"\x00" * 40) is None
+
+
+def test_a_video_sent_as_bytes_holds_the_models_whole_input():
+    """A video item counted a flat MEDIA_TOKENS (1600) in a Budget's hold, where Gemini bills about 260 tokens for
+    each second of it (ten minutes: some 158,000): a Budget(0.01) let it go, and its answer spent several times
+    that.  Its length is not read, so the hold is the model's whole input, at the input price (as for audio of an
+    unknown length, which is held at the audio price); an inline image still holds its IMAGE_TOKENS."""
+    from agenthub.estimate import unknown_video
+
+    window = find_model("gemini-2.5-flash")["context_window"]
+    for item in ({"type": "inline_data", "data": b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 64, "mime_type": "video/mp4"},
+                 {"type": "image_url", "image_url": "data:video/webm;base64,GkXfow=="},
+                 {"type": "tool_result", "tool_call_id": "c1", "text": "", "images": ["data:Video/MP4;base64,AAAA"]}):
+        messages = [{"role": "user", "content_items": [{"type": "text", "text": "Transcribe this"}]}]
+        if item["type"] == "tool_result":
+            messages.append({"role": "assistant", "content_items": [
+                {"type": "tool_call", "tool_call_id": "c1", "name": "film", "arguments": {}}]})
+            messages.append({"role": "user", "content_items": [item]})
+        else:
+            messages[0]["content_items"].append(item)
+        assert (unknown_video(messages), unknown_audio(messages), audio_tokens(messages)) == (1, 0, 0)
+        refused = _refused_on_gemini(messages, 0.01)
+        assert refused.needed_usd == pytest.approx((window * 0.3 + 100 * 2.5) / 1e6, rel=1e-12)
+    image = [{"role": "user", "content_items": [
+        {"type": "text", "text": "Transcribe this"}, {"type": "image_url", "image_url": "data:image/png;base64,iVBO"}]}]
+    assert unknown_video(image) == 0

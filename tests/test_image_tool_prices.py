@@ -168,3 +168,41 @@ def test_a_serve_row_whose_budget_cannot_bound_its_image_tool_is_refused_when_th
     else:
         raise AssertionError("made")
     make_app({"models": [dict(row, budget={"max_usd": 5, "allow_unpriced": True})], "api_keys": [KEY]})
+
+
+def test_a_job_row_the_budget_refuses_for_the_image_tool_counts_no_attempt(tmp_path, monkeypatch):
+    """A job row refused by its budget for the image tool was never sent, as a row whose worst case no longer fits
+    (BudgetExceededError, ``attempts`` 0): its error row said ``attempts`` 1."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    with Upstream() as up:
+        up.routes["up"] = Route(_stream(images=0))
+        rows = tmp_path / "in.jsonl"
+        rows.write_text("".join(json.dumps({"id": "r{}".format(n), "model": MODEL, "client_type": "openai-responses",
+                                            "base_url": up.url + "/up/v1", "messages": to_jsonable(MESSAGES),
+                                            "config": CONFIG}) + "\n" for n in range(2)))
+        budget = Budget(1.0)
+        summary = jobs.run(str(rows), str(tmp_path / "out.jsonl"), workers=1, progress=False, budget=budget,
+                           max_retries=0)
+        assert up.requests == []
+    out = sorted(read_output(str(tmp_path / "out.jsonl")), key=lambda row: row["id"])
+    assert [(row["id"], row["attempts"], row["error"]["type"], row["cost_usd"]) for row in out] == [
+        ("r0", 0, "ConfigError", None), ("r1", 0, "ConfigError", None)]
+    assert out[0]["error"]["message"].startswith("openai-responses: a budget cannot bound a request that may call")
+    assert (summary.done, summary.failed, budget.spent_usd, budget.reserved_usd) == (0, 2, 0.0, 0.0)
+
+
+def test_the_command_line_says_how_to_run_the_image_tool_there_not_budget_with_a_flag_inside(monkeypatch, capsys):
+    """`agenthub chat --budget` refuses a request offering the image tool before sending; its advice was the
+    library's with max_usd rewritten, ``pass Budget(--budget, allow_unpriced=True)``, which no command line takes."""
+    from agenthub.__main__ import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    with Upstream() as up:
+        up.routes["up"] = Route(_stream(images=0))
+        assert main(["chat", MODEL, "hi", "--client-type", "openai-responses", "--base-url", up.url + "/up/v1",
+                     "--budget", "1", "-o", "extra_body", '{"tools": [{"type": "image_generation"}]}']) == 1
+        assert up.requests == []
+    assert capsys.readouterr().err == (
+        "error: ConfigError: openai-responses: a budget cannot bound a request that may call OpenAI's image_generation "
+        "tool (its images are billed apart, at the image model's rates; no usage counts them, and a turn may make "
+        "several): remove the tool, or run without --budget to let its images run uncounted\n")

@@ -197,6 +197,32 @@ def test_a_429_of_one_key_does_not_hold_a_fallback_on_another_key_of_the_same_en
     assert agenthub.breaker.account_mark([]) is None  # (no credential: holds, and is held by, every account)
 
 
+def test_a_429_pause_holds_the_same_key_whatever_other_headers_its_clients_send():
+    """The account mark was made of every default header's value with the key, the public ones too (User-Agent,
+    anthropic-beta, openai-beta...): a client of the same key with another User-Agent (another service, another
+    process's version) was another account, so a 429's pause of that key held none of its requests."""
+    agenthub.breaker.reset()
+    limiter = RateLimiter()
+    with SSEServer() as server:
+        server.answers.append(_busy())
+        client = AutoLLMClient("m", client_type="openai-chat", api_key="sk-key-A-0123456789", base_url=server.url,
+                               max_retries=0, limiter=limiter,
+                               default_headers={"User-Agent": "billing-service/2.1", "OpenAI-Beta": "assistants=v2"})
+        with pytest.raises(RateLimitError):
+            client.response(USER)
+        port = int(server.url.split(":")[2].split("/")[0])
+    same_key = AutoLLMClient("m", client_type="openai-chat", api_key="sk-key-A-0123456789", base_url=server.url,
+                             limiter=limiter)
+    other_key = AutoLLMClient("m", client_type="openai-chat", api_key="sk-key-B-0123456789", base_url=server.url,
+                              limiter=limiter, default_headers={"User-Agent": "billing-service/2.1"})
+    project = AutoLLMClient("m", client_type="openai-chat", api_key="sk-key-A-0123456789", base_url=server.url,
+                            limiter=limiter, default_headers={"OpenAI-Project": "proj_other"})
+    marks = [each._account(each.hooks) for each in (client, same_key, other_key, project)]
+    assert marks[0] == marks[1] and len(set(marks)) == 3
+    endpoint = ("openai-chat", ("127.0.0.1", port), "m")
+    assert [limiter.paused_for(endpoint + (mark,)) > 50 for mark in marks] == [True, True, False, False]
+
+
 def test_the_endpoint_key_is_the_circuits():
     class Sent(object):
         client_type, model, server = "openai-chat", "m", None

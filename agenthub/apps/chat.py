@@ -1038,6 +1038,10 @@ _CLI_TERMS = (
     (re.compile(r"\bbase_url\b=?"), "--base-url"),
     (re.compile(r"\bmax_retries\b"), "--max-retries"),
     (re.compile(r"\bmax_turns\b"), "--max-turns"),
+    # (the command line has no allow_unpriced: what runs uncounted there runs without --budget, nothing held)
+    (re.compile(r"(?:pass )?Budget\(max_usd, allow_unpriced=True\) to let (.*?) run uncounted"
+                r"(?: \(the rest of the turn is held, and the turn settled at its whole hold\))?"),
+     r"run without --budget to let \1 run uncounted"),
     (re.compile(r"\bmax_usd\b"), "--budget"),
     (re.compile(r"\bjournal_wait\b"), "--journal-wait"),
     (re.compile(r"\bconfig\['(max_tokens|temperature|system_prompt|thinking_level|trace_id)'\]"), r"\1"),

@@ -414,7 +414,8 @@ class Job(object):
             if exc.__dict__.get("_agenthub_unsent") or (isinstance(exc, TransportError) and exc.aborted
                                                         and self.stop_hard.is_set()):
                 return None
-            if isinstance(exc, BudgetExceededError):  # refused before anything was sent
+            if isinstance(exc, BudgetExceededError) or exc.__dict__.get("_agenthub_refused"):
+                # refused by the budget before anything was sent (its worst case, or a tool no hold bounds)
                 out = error_row(row, exc, attempts=max(0, sent - 1), backend=self.backend)
             else:
                 out = error_row(row, exc, attempts=sent, backend=self.backend)
