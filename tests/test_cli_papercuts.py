@@ -3,6 +3,8 @@ prompt's newline in `logs list`, the 404 hint's quoting, what `-c` continues, `m
 `models` and the *_BASE_URL variables."""
 
 import json
+import os
+import stat
 
 import pytest
 
@@ -153,3 +155,48 @@ def test_chat_output_replaces_a_links_target_writes_a_device_in_place_and_keeps_
     assert err.startswith("[--output {}: left as it was (the answer did not finish)]\nerror: ".format(target)), err
     assert target.read_text(encoding="utf-8") == "Nile\n"
     assert sorted(os.listdir(str(tmp_path))) == ["fresh.txt", "link.txt", "real.txt"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fchown") or os.geteuid() != 0, reason="giving a file to another user: root")
+def test_chat_output_keeps_the_owner_and_group_of_the_file_it_replaces(server, tmp_path):
+    """`sudo agenthub chat ... --output ~/answer.txt`: the answer, written beside FILE and renamed over it, made the
+    user's file root's (mode kept, owner lost: the user could no longer write it).  FILE keeps its owner and group."""
+    target = tmp_path / "answer.txt"
+    target.write_text("old\n")
+    os.chown(str(target), 4321, 4322)
+    os.chmod(str(target), 0o640)
+    server.answers.append(chat_answer("Nile"))
+    assert main(["chat", "m", "Name a river.", "--output", str(target)] + local(server)) == 0
+    made = os.stat(str(target))
+    assert (made.st_uid, made.st_gid, stat.S_IMODE(made.st_mode)) == (4321, 4322, 0o640)
+    assert target.read_text(encoding="utf-8") == "Nile\n"
+    assert sorted(os.listdir(str(tmp_path))) == ["answer.txt"]
+
+
+def test_chat_output_writes_in_place_a_hard_linked_file_and_one_that_cannot_be_renamed_over(
+        server, tmp_path, monkeypatch):
+    """A FILE with another hard link kept its old answer under the other name (the rename parted the two); a FILE
+    that cannot be renamed over (a mount point of its own: EBUSY, a container's bind-mounted file) lost the answer
+    paid for (the rename's OSError, exit 1, the partial file removed).  Both are written in place."""
+    import errno
+
+    target = tmp_path / "answer.txt"
+    target.write_text("old\n")
+    other = tmp_path / "other-name.txt"
+    os.link(str(target), str(other))
+    server.answers.append(chat_answer("Nile"))
+    assert main(["chat", "m", "Name a river.", "--output", str(target)] + local(server)) == 0
+    assert (target.read_text(encoding="utf-8"), other.read_text(encoding="utf-8")) == ("Nile\n", "Nile\n")
+    os.remove(str(other))
+    replace = os.replace
+
+    def busy(source, destination):
+        if str(source).endswith(".part"):
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        return replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", busy)
+    server.answers.append(chat_answer("Amazon"))
+    assert main(["chat", "m", "Name a river.", "--output", str(target)] + local(server)) == 0
+    assert target.read_text(encoding="utf-8") == "Amazon\n"
+    assert sorted(os.listdir(str(tmp_path))) == ["answer.txt"]
