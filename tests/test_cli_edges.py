@@ -252,6 +252,15 @@ def test_output_file_is_left_as_it_was_when_the_command_fails_before_the_answer(
     assert result.stderr.decode("utf-8") == "error: ConfigError: --output {}: there is no folder {}\n".format(
         missing, missing.parent)
     assert server.requests == []
+    # a link whose target's folder is not there: it was written through at the answer's first byte, after the
+    # request was sent and paid for (FileNotFoundError, the answer lost)
+    dangling = tmp_path / "answer-link.txt"
+    os.symlink(str(missing), str(dangling))
+    result = _agenthub(["chat", "demo-model", "hi", "--output", str(dangling)] + _local(server), env)
+    assert (result.returncode, result.stderr.decode("utf-8")) == (1, "error: ConfigError: --output {}: it is a link "
+                                                                     "to {}, and there is no folder {}\n".format(
+                                                                         dangling, missing, missing.parent))
+    assert server.requests == []
     server.answers.append(Answer([_recording()]))
     result = _agenthub(["chat", "demo-model", "hi", "--output", str(kept)] + _local(server), env)
     assert (result.returncode, result.stdout) == (0, b""), result.stderr

@@ -67,6 +67,13 @@ class AnswerFile(object):
             mode = os.stat(self._target).st_mode
         except OSError:  # (not there yet: made as open() makes a file, the umask applied)
             mode = None
+            made_in = os.path.dirname(self._target)  # (a dangling link's target: its folder, not the link's)
+            if not os.path.isdir(made_in):
+                raise ConfigError("--output {}: it is a link to {}, and there is no folder {}".format(
+                    path, self._target, made_in)) from None
+            if not os.access(made_in, os.W_OK):
+                raise ConfigError("--output {}: it is a link to {}, which cannot be written (permission "
+                                  "denied)".format(path, self._target)) from None
         self._mode = None if mode is None else stat.S_IMODE(mode)
         self._owner = None if mode is None else (os.stat(self._target).st_uid, os.stat(self._target).st_gid)
         # (a hard-linked FILE too: a rename would part it from its other names)
