@@ -157,6 +157,12 @@ def test_chat_output_replaces_a_links_target_writes_a_device_in_place_and_keeps_
     assert sorted(os.listdir(str(tmp_path))) == ["fresh.txt", "link.txt", "real.txt"]
 
 
+def _answered_to(server, path, river="Nile"):
+    """``chat --output PATH`` answered ``river``, exit 0."""
+    server.answers.append(chat_answer(river))
+    assert main(["chat", "m", "Name a river.", "--output", str(path)] + local(server)) == 0
+
+
 @pytest.mark.skipif(not hasattr(os, "fchown") or os.geteuid() != 0, reason="giving a file to another user: root")
 def test_chat_output_keeps_the_owner_and_group_of_the_file_it_replaces(server, tmp_path):
     """`sudo agenthub chat ... --output ~/answer.txt`: the answer, written beside FILE and renamed over it, made the
@@ -165,8 +171,7 @@ def test_chat_output_keeps_the_owner_and_group_of_the_file_it_replaces(server, t
     target.write_text("old\n")
     os.chown(str(target), 4321, 4322)
     os.chmod(str(target), 0o640)
-    server.answers.append(chat_answer("Nile"))
-    assert main(["chat", "m", "Name a river.", "--output", str(target)] + local(server)) == 0
+    _answered_to(server, target)
     made = os.stat(str(target))
     assert (made.st_uid, made.st_gid, stat.S_IMODE(made.st_mode)) == (4321, 4322, 0o640)
     assert target.read_text(encoding="utf-8") == "Nile\n"
@@ -184,8 +189,7 @@ def test_chat_output_writes_in_place_a_hard_linked_file_and_one_that_cannot_be_r
     target.write_text("old\n")
     other = tmp_path / "other-name.txt"
     os.link(str(target), str(other))
-    server.answers.append(chat_answer("Nile"))
-    assert main(["chat", "m", "Name a river.", "--output", str(target)] + local(server)) == 0
+    _answered_to(server, target)
     assert (target.read_text(encoding="utf-8"), other.read_text(encoding="utf-8")) == ("Nile\n", "Nile\n")
     os.remove(str(other))
     replace = os.replace
@@ -196,7 +200,6 @@ def test_chat_output_writes_in_place_a_hard_linked_file_and_one_that_cannot_be_r
         return replace(source, destination)
 
     monkeypatch.setattr(os, "replace", busy)
-    server.answers.append(chat_answer("Amazon"))
-    assert main(["chat", "m", "Name a river.", "--output", str(target)] + local(server)) == 0
+    _answered_to(server, target, "Amazon")
     assert target.read_text(encoding="utf-8") == "Amazon\n"
     assert sorted(os.listdir(str(tmp_path))) == ["answer.txt"]
