@@ -203,3 +203,28 @@ def test_chat_output_writes_in_place_a_hard_linked_file_and_one_that_cannot_be_r
     _answered_to(server, target, "Amazon")
     assert target.read_text(encoding="utf-8") == "Amazon\n"
     assert sorted(os.listdir(str(tmp_path))) == ["answer.txt"]
+
+
+def test_chat_output_never_lets_others_open_the_partial_file_of_a_private_file(server, tmp_path, monkeypatch):
+    """FILE is 0600 (an answer only its owner may read): the partial file beside it was made 0644 (the umask's mode)
+    and given FILE's mode after, so another user could open it in between and, holding it open, read the answer as
+    it was written.  It is made 0600 and given FILE's mode then."""
+    target = tmp_path / "private.txt"
+    target.write_text("old\n")
+    os.chmod(str(target), 0o600)
+    seen = []
+    chmod = os.chmod
+
+    def watched(path, mode, *args, **kwargs):
+        if str(path).endswith(".part"):
+            seen.append((stat.S_IMODE(os.stat(path).st_mode), mode))
+        return chmod(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "chmod", watched)
+    umask = os.umask(0o022)
+    try:
+        _answered_to(server, target)
+    finally:
+        os.umask(umask)
+    assert seen == [(0o600, 0o600)]
+    assert (stat.S_IMODE(os.stat(str(target)).st_mode), target.read_text(encoding="utf-8")) == (0o600, "Nile\n")

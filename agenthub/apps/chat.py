@@ -87,7 +87,10 @@ class AnswerFile(object):
             else:
                 folder, name = os.path.split(self._target)
                 part = os.path.join(folder, ".{}.{}.part".format(name, os.urandom(4).hex()))
-                handle = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+                # (FILE's own mode given once made: till then the owner's alone, so nobody opens the partial file
+                # in between and reads an answer FILE's mode keeps from them)
+                handle = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                                 0o666 if self._mode is None else 0o600)
                 self._part = part
                 if self._mode is not None:
                     os.chmod(part, self._mode)
