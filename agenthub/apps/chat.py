@@ -64,9 +64,9 @@ class AnswerFile(object):
             raise ConfigError("--output {}: it cannot be written (permission denied)".format(path))
         self._target = os.path.realpath(path)  # (a link's target is replaced, not the link)
         try:
-            mode = os.stat(self._target).st_mode
+            found = os.stat(self._target)  # type: Optional[os.stat_result]
         except OSError:  # (not there yet: made as open() makes a file, the umask applied)
-            mode = None
+            found = None
             made_in = os.path.dirname(self._target)  # (a dangling link's target: its folder, not the link's)
             if not os.path.isdir(made_in):
                 raise ConfigError("--output {}: it is a link to {}, and there is no folder {}".format(
@@ -74,10 +74,10 @@ class AnswerFile(object):
             if not os.access(made_in, os.W_OK):
                 raise ConfigError("--output {}: it is a link to {}, which cannot be written (permission "
                                   "denied)".format(path, self._target)) from None
-        self._mode = None if mode is None else stat.S_IMODE(mode)
-        self._owner = None if mode is None else (os.stat(self._target).st_uid, os.stat(self._target).st_gid)
+        self._mode = None if found is None else stat.S_IMODE(found.st_mode)
+        self._owner = None if found is None else (found.st_uid, found.st_gid)
         # (a hard-linked FILE too: a rename would part it from its other names)
-        self._in_place = (mode is not None and (not stat.S_ISREG(mode) or os.stat(self._target).st_nlink > 1)) \
+        self._in_place = (found is not None and (not stat.S_ISREG(found.st_mode) or found.st_nlink > 1)) \
             or not os.access(os.path.dirname(self._target), os.W_OK)
 
     def _open(self) -> TextIO:

@@ -109,10 +109,13 @@ def _nullable(schema: Mapping[str, Any], defs: Optional[Mapping[str, Any]] = Non
     if (isinstance(values, list) and None in values) or ("const" in schema and schema["const"] is None):
         return True
     parts = schema.get("allOf")
-    if isinstance(parts, list) and parts and "type" not in schema and "enum" not in schema:
-        return all(isinstance(s, Mapping) and _nullable(s, defs, depth + 1) for s in parts)
-    return any(isinstance(s, Mapping) and _nullable(s, defs, depth + 1)
-               for s in (schema.get("anyOf") or schema.get("oneOf") or ()))
+    parts = parts if isinstance(parts, list) else []
+    if parts and not all(isinstance(s, Mapping) and _nullable(s, defs, depth + 1) for s in parts):
+        return False  # (a null holds an allOf when it holds each of its parts)
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches:
+        return any(isinstance(s, Mapping) and _nullable(s, defs, depth + 1) for s in branches)
+    return bool(parts) and "type" not in schema and "enum" not in schema
 
 
 def _with_null(schema: Mapping[str, Any]) -> Dict[str, Any]:
