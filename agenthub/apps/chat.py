@@ -115,7 +115,7 @@ class AnswerFile(object):
         except OSError:
             return False
         if self._mode is not None:
-            os.chmod(self._part, self._mode)  # (a chown clears the set-user-ID and set-group-ID bits)
+            os.fchmod(handle, self._mode)  # (a chown clears the set-user-ID and set-group-ID bits)
         return True
 
     def write(self, text: str) -> int:
