@@ -29,7 +29,7 @@ import errno
 import os
 import pathlib
 import sys
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlencode
 
 from .apps.chat import LATEST, cli_terms as _cli_terms, error_line
@@ -305,6 +305,7 @@ def _chat(args: Any) -> int:
 
         out = AnswerFile(args.output)  # type: Any  # (a TextIO for run: write, flush, isatty)
         ended = "did not finish"
+        restore = _ended_by_signals()
         try:
             status = run(args, out)
             if status == 0:
@@ -312,15 +313,44 @@ def _chat(args: Any) -> int:
             elif status == INTERRUPTED:
                 ended = "was stopped"
             return status
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, _Ended):
             ended = "was stopped"
             raise
         finally:
+            restore()
             if out.close():  # stopped or failed mid-answer: FILE as it was, what was begun dropped
                 from .apps.terminal import safe
 
                 print(safe("[--output {}: left as it was (the answer {})]".format(args.output, ended)), file=sys.stderr)
     return run(args, sys.stdout)
+
+
+class _Ended(SystemExit):
+    """SIGTERM or SIGHUP while ``chat --output`` runs: the exit (128 + the signal) unwinds the command, so the
+    partial answer beside FILE is removed (the default action ended the process where it stood and left it)."""
+
+
+def _ended_by_signals() -> Callable[[], None]:
+    """SIGTERM and SIGHUP raise ``_Ended`` till the returned function is called (only where they have their
+    default action, from the main thread); it puts back what was there."""
+    import signal
+    import threading
+
+    def ended(signum: int, frame: Any) -> None:
+        raise _Ended(128 + signum)
+
+    previous = []  # type: List[Tuple[int, Any]]
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGHUP"):
+            number = getattr(signal, name, None)
+            if number is not None and signal.getsignal(number) is signal.SIG_DFL:
+                previous.append((number, signal.signal(number, ended)))
+
+    def restore() -> None:
+        for number, handler in previous:
+            signal.signal(number, handler)
+
+    return restore
 
 
 def _trace_show(args: Any) -> int:

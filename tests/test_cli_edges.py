@@ -42,7 +42,7 @@ def _recording():
         return handle.read()
 
 
-def _ctrl_c_mid_answer(server, tmp_path, argv, started):
+def _ctrl_c_mid_answer(server, tmp_path, argv, started, sent=signal.SIGINT):
     """(exit status, stdout, stderr) of ``agenthub ARGV`` sent SIGINT once its answer began (``started(child)``
     returns then; the answer's first chunk is sent, then the server waits 5 s at most for the rest)."""
     chunks = _recording().split(b"\n\n")
@@ -52,7 +52,7 @@ def _ctrl_c_mid_answer(server, tmp_path, argv, started):
                              stderr=subprocess.PIPE, env=_env(tmp_path), cwd=ROOT)
     try:
         started(child)
-        child.send_signal(signal.SIGINT)
+        child.send_signal(sent)
         out, err = child.communicate(timeout=30)
     finally:
         gate.set()
@@ -251,6 +251,15 @@ def test_output_file_is_left_as_it_was_when_the_command_fails_before_the_answer(
     result = _agenthub(["chat", "demo-model", "hi", "--output", str(missing)] + _local(server), env)
     assert result.stderr.decode("utf-8") == "error: ConfigError: --output {}: there is no folder {}\n".format(
         missing, missing.parent)
+    assert server.requests == []
+    # a link whose target's folder is not there: it was written through at the answer's first byte, after the
+    # request was sent and paid for (FileNotFoundError, the answer lost)
+    dangling = tmp_path / "answer-link.txt"
+    os.symlink(str(missing), str(dangling))
+    result = _agenthub(["chat", "demo-model", "hi", "--output", str(dangling)] + _local(server), env)
+    assert (result.returncode, result.stderr.decode("utf-8")) == (1, "error: ConfigError: --output {}: it is a link "
+                                                                     "to {}, and there is no folder {}\n".format(
+                                                                         dangling, missing, missing.parent))
     assert server.requests == []
     server.answers.append(Answer([_recording()]))
     result = _agenthub(["chat", "demo-model", "hi", "--output", str(kept)] + _local(server), env)
@@ -570,3 +579,22 @@ def test_ctrl_c_mid_answer_leaves_the_output_file_as_it_was_and_no_temporary_fil
     assert kept.read_text(encoding="utf-8") == ANSWER_TEXT + "\n"
     assert sorted(os.listdir(str(folder))) == ["summary.txt"]
     assert os.stat(str(kept)).st_mode & 0o7777 == 0o640
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+@pytest.mark.parametrize("sent", [signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)])
+def test_sigterm_mid_answer_leaves_the_output_file_as_it_was_and_no_partial_file(server, tmp_path, sent):
+    """`agenthub chat ... --output FILE` ended by SIGTERM (a `timeout`, systemd, docker stop) or SIGHUP (its terminal
+    closed) while the answer streams: the default action ended the process where it stood and left the hidden
+    ``.summary.txt.XXXXXXXX.part`` beside FILE for ever.  The command unwinds: FILE as it was, nothing beside it,
+    the exit status the signal's (128 + its number)."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    kept = folder / "summary.txt"
+    kept.write_text("precious\n")
+    status, out, err = _ctrl_c_mid_answer(server, tmp_path, ["chat", "demo-model", "hi", "--output", str(kept)],
+                                          lambda child: _wait_for_a_file_holding(folder, b"It is ", child), sent)
+    assert status == 128 + sent, err
+    assert (out, err.decode("utf-8")) == (b"", "[--output {}: left as it was (the answer was stopped)]\n".format(kept))
+    assert sorted(os.listdir(str(folder))) == ["summary.txt"]
+    assert kept.read_text() == "precious\n"

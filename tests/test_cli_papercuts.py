@@ -3,6 +3,8 @@ prompt's newline in `logs list`, the 404 hint's quoting, what `-c` continues, `m
 `models` and the *_BASE_URL variables."""
 
 import json
+import os
+import stat
 
 import pytest
 
@@ -153,3 +155,76 @@ def test_chat_output_replaces_a_links_target_writes_a_device_in_place_and_keeps_
     assert err.startswith("[--output {}: left as it was (the answer did not finish)]\nerror: ".format(target)), err
     assert target.read_text(encoding="utf-8") == "Nile\n"
     assert sorted(os.listdir(str(tmp_path))) == ["fresh.txt", "link.txt", "real.txt"]
+
+
+def _answered_to(server, path, river="Nile"):
+    """``chat --output PATH`` answered ``river``, exit 0."""
+    server.answers.append(chat_answer(river))
+    assert main(["chat", "m", "Name a river.", "--output", str(path)] + local(server)) == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fchown") or os.geteuid() != 0, reason="giving a file to another user: root")
+def test_chat_output_keeps_the_owner_and_group_of_the_file_it_replaces(server, tmp_path):
+    """`sudo agenthub chat ... --output ~/answer.txt`: the answer, written beside FILE and renamed over it, made the
+    user's file root's (mode kept, owner lost: the user could no longer write it).  FILE keeps its owner and group."""
+    target = tmp_path / "answer.txt"
+    target.write_text("old\n")
+    os.chown(str(target), 4321, 4322)
+    os.chmod(str(target), 0o640)
+    _answered_to(server, target)
+    made = os.stat(str(target))
+    assert (made.st_uid, made.st_gid, stat.S_IMODE(made.st_mode)) == (4321, 4322, 0o640)
+    assert target.read_text(encoding="utf-8") == "Nile\n"
+    assert sorted(os.listdir(str(tmp_path))) == ["answer.txt"]
+
+
+def test_chat_output_writes_in_place_a_hard_linked_file_and_one_that_cannot_be_renamed_over(
+        server, tmp_path, monkeypatch):
+    """A FILE with another hard link kept its old answer under the other name (the rename parted the two); a FILE
+    that cannot be renamed over (a mount point of its own: EBUSY, a container's bind-mounted file) lost the answer
+    paid for (the rename's OSError, exit 1, the partial file removed).  Both are written in place."""
+    import errno
+
+    target = tmp_path / "answer.txt"
+    target.write_text("old\n")
+    other = tmp_path / "other-name.txt"
+    os.link(str(target), str(other))
+    _answered_to(server, target)
+    assert (target.read_text(encoding="utf-8"), other.read_text(encoding="utf-8")) == ("Nile\n", "Nile\n")
+    os.remove(str(other))
+    replace = os.replace
+
+    def busy(source, destination):
+        if str(source).endswith(".part"):
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        return replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", busy)
+    _answered_to(server, target, "Amazon")
+    assert target.read_text(encoding="utf-8") == "Amazon\n"
+    assert sorted(os.listdir(str(tmp_path))) == ["answer.txt"]
+
+
+def test_chat_output_never_lets_others_open_the_partial_file_of_a_private_file(server, tmp_path, monkeypatch):
+    """FILE is 0600 (an answer only its owner may read): the partial file beside it was made 0644 (the umask's mode)
+    and given FILE's mode after, so another user could open it in between and, holding it open, read the answer as
+    it was written.  It is made 0600 and given FILE's mode then."""
+    target = tmp_path / "private.txt"
+    target.write_text("old\n")
+    os.chmod(str(target), 0o600)
+    seen = []
+    chmod = os.chmod
+
+    def watched(path, mode, *args, **kwargs):
+        if str(path).endswith(".part"):
+            seen.append((stat.S_IMODE(os.stat(path).st_mode), mode))
+        return chmod(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "chmod", watched)
+    umask = os.umask(0o022)
+    try:
+        _answered_to(server, target)
+    finally:
+        os.umask(umask)
+    assert seen == [(0o600, 0o600)]
+    assert (stat.S_IMODE(os.stat(str(target)).st_mode), target.read_text(encoding="utf-8")) == (0o600, "Nile\n")

@@ -761,3 +761,31 @@ def test_a_pydantic_union_of_a_date_or_uuid_and_a_str_reads_as_pydantic_reads_th
         parsed = client_for(server, "openai-chat").parse([USER], Slot, retries=0)
     assert parsed.value == Slot.model_validate_json(json.dumps(answer))
     assert (type(parsed.value.day), type(parsed.value.ref)) == (datetime.date, uuid.UUID)
+
+
+def test_a_null_a_union_branch_or_an_allof_wrapped_ref_allows_is_kept_not_read_as_left_out():
+    """``Union[Color, int] = 3`` where the Enum ``Color`` has a None member is ``anyOf: [{"$ref": Color}, {"type":
+    "integer"}]``, and pydantic v1 (or a schema written by hand) wraps a described Enum as ``allOf: [{"$ref": ...}]``:
+    the null lies behind the ``$ref``, which only a property's own ``$ref`` was followed for, so the model's explicit
+    ``null`` became the default (3, "red"), silently."""
+    schema = {"type": "object", "required": ["sku"],
+              "properties": {"sku": {"type": "string"},
+                             "color": {"allOf": [{"$ref": "#/definitions/Color"}], "description": "its color"},
+                             "size": {"anyOf": [{"$ref": "#/definitions/Color"}, {"type": "integer"}]}},
+              "definitions": {"Color": {"enum": ["red", None]}}}
+    answer = {"sku": "pen", "color": None, "size": None}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))])] * 2
+        client = client_for(server, "openai-chat")
+        assert client.parse([USER], schema, retries=0).json == answer
+        pydantic = pytest.importorskip("pydantic")
+
+        class Color(enum.Enum):
+            RED = "red"
+            UNSET = None
+
+        class Painted(pydantic.BaseModel):
+            sku: str
+            size: Union[Color, int] = 3
+
+        assert client.parse([USER], Painted, retries=0).value == Painted(sku="pen", size=Color.UNSET)

@@ -6,6 +6,7 @@ import logging
 import mimetypes
 import os
 import re
+import shutil
 import signal
 import stat
 import sys
@@ -42,8 +43,10 @@ class AnswerFile(object):
     written: a ConfigError).  The answer is written to a file beside FILE (``.NAME.XXXXXXXX.part``, created at
     the answer's first write) and renamed over FILE once the command succeeded (``commit``); a command that fails
     or is stopped (Ctrl-C) leaves FILE as it was and removes the partial file (``close``).  FILE's permissions
-    are kept; a symbolic link is followed (its target is replaced, the link kept); a FILE that is no regular file
-    (``/dev/null``, a named pipe) or whose folder cannot be written is written in place."""
+    are kept, and so are its owner and group (else, when they cannot be given, it is written in place); a symbolic
+    link is followed (its target is replaced, the link kept); a FILE that is no regular file (``/dev/null``, a
+    named pipe), that has other hard links, whose folder cannot be written or that cannot be renamed over (a
+    mount point of its own) is written in place."""
 
     def __init__(self, path: str) -> None:
         from ..errors import ConfigError
@@ -61,12 +64,21 @@ class AnswerFile(object):
             raise ConfigError("--output {}: it cannot be written (permission denied)".format(path))
         self._target = os.path.realpath(path)  # (a link's target is replaced, not the link)
         try:
-            mode = os.stat(self._target).st_mode
+            found = os.stat(self._target)  # type: Optional[os.stat_result]
         except OSError:  # (not there yet: made as open() makes a file, the umask applied)
-            mode = None
-        self._mode = None if mode is None else stat.S_IMODE(mode)
-        self._in_place = (mode is not None and not stat.S_ISREG(mode)) or not os.access(
-            os.path.dirname(self._target), os.W_OK)
+            found = None
+            made_in = os.path.dirname(self._target)  # (a dangling link's target: its folder, not the link's)
+            if not os.path.isdir(made_in):
+                raise ConfigError("--output {}: it is a link to {}, and there is no folder {}".format(
+                    path, self._target, made_in)) from None
+            if not os.access(made_in, os.W_OK):
+                raise ConfigError("--output {}: it is a link to {}, which cannot be written (permission "
+                                  "denied)".format(path, self._target)) from None
+        self._mode = None if found is None else stat.S_IMODE(found.st_mode)
+        self._owner = None if found is None else (found.st_uid, found.st_gid)
+        # (a hard-linked FILE too: a rename would part it from its other names)
+        self._in_place = (found is not None and (not stat.S_ISREG(found.st_mode) or found.st_nlink > 1)) \
+            or not os.access(os.path.dirname(self._target), os.W_OK)
 
     def _open(self) -> TextIO:
         if self._file is None:
@@ -75,12 +87,36 @@ class AnswerFile(object):
             else:
                 folder, name = os.path.split(self._target)
                 part = os.path.join(folder, ".{}.{}.part".format(name, os.urandom(4).hex()))
-                handle = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+                # (FILE's own mode given once made: till then the owner's alone, so nobody opens the partial file
+                # in between and reads an answer FILE's mode keeps from them)
+                handle = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                                 0o666 if self._mode is None else 0o600)
                 self._part = part
                 if self._mode is not None:
                     os.chmod(part, self._mode)
+                if not self._owned_as_target(handle):  # (FILE is someone else's: written in place, theirs still)
+                    os.close(handle)
+                    os.remove(part)
+                    self._part, self._in_place = None, True
+                    return self._open()
                 self._file = os.fdopen(handle, "w", encoding="utf-8")
         return self._file
+
+    def _owned_as_target(self, handle: int) -> bool:
+        """The partial file has FILE's owner and group (given to it when they differ: ``sudo agenthub chat
+        --output ~/answer.txt`` replaced the user's file by root's); False when they cannot be given."""
+        if self._owner is None or not hasattr(os, "fchown"):
+            return True
+        made = os.fstat(handle)
+        if (made.st_uid, made.st_gid) == self._owner:
+            return True
+        try:
+            os.fchown(handle, *self._owner)
+        except OSError:
+            return False
+        if self._mode is not None:
+            os.fchmod(handle, self._mode)  # (a chown clears the set-user-ID and set-group-ID bits)
+        return True
 
     def write(self, text: str) -> int:
         self._written = self._written or bool(text)
@@ -101,7 +137,12 @@ class AnswerFile(object):
             os.fsync(handle.fileno())
         handle.close()
         if self._part is not None:
-            os.replace(self._part, self._target)
+            try:
+                os.replace(self._part, self._target)
+            except OSError:  # (FILE a mount point of its own, EBUSY: a container's bind-mounted file) in place
+                with open(self._part, "rb") as source, open(self.path, "wb") as target:
+                    shutil.copyfileobj(source, target)
+                os.remove(self._part)
             self._part = None
 
     def close(self) -> bool:

@@ -93,16 +93,29 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
     return out, added
 
 
-def _nullable(schema: Mapping[str, Any]) -> bool:
+def _nullable(schema: Mapping[str, Any], defs: Optional[Mapping[str, Any]] = None, depth: int = 0) -> bool:
     """Whether ``schema`` takes a null: its type, one of its enum values (``Literal["a", None]`` has no type), its
-    const, or one of its branches."""
+    const, one of its branches, or each part of its ``allOf``; with ``defs`` (``_definitions``) a ``$ref`` is
+    what it names (``Union[E, int]`` where the Enum ``E`` has a None member: ``anyOf: [{"$ref": E}, ...]``)."""
+    if depth > 50:
+        return False
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and defs is not None and isinstance(defs.get(ref), Mapping):
+        return _nullable(defs[ref], defs, depth + 1)
     kind = schema.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True
     values = schema.get("enum")
     if (isinstance(values, list) and None in values) or ("const" in schema and schema["const"] is None):
         return True
-    return any(isinstance(s, dict) and _nullable(s) for s in (schema.get("anyOf") or schema.get("oneOf") or ()))
+    parts = schema.get("allOf")
+    parts = parts if isinstance(parts, list) else []
+    if parts and not all(isinstance(s, Mapping) and _nullable(s, defs, depth + 1) for s in parts):
+        return False  # (a null holds an allOf when it holds each of its parts)
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches:
+        return any(isinstance(s, Mapping) and _nullable(s, defs, depth + 1) for s in branches)
+    return bool(parts) and "type" not in schema and "enum" not in schema
 
 
 def _with_null(schema: Mapping[str, Any]) -> Dict[str, Any]:
@@ -164,7 +177,7 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
             for key, value in data.items():
                 sub = props.get(key)
                 if value is None and key not in required and isinstance(sub, Mapping) and \
-                        not _nullable(_resolved(sub, defs)):  # (a $ref to an Enum with a None member takes null)
+                        not _nullable(sub, defs):  # (a $ref to an Enum with a None member takes null)
                     continue
                 out[key] = _drop_added_nulls(value, sub, defs, depth + 1) if isinstance(sub, Mapping) else value
             return out
