@@ -544,8 +544,10 @@ class AutoLLMClient(object):
         record = self._protocol
         build = record.build_request
         endpoint = self._endpoint
-        if foreign_thinking == "text" and self._dialect == "openai-chat" and not endpoint.quirks.get("reasoning_field"):
-            # a Chat host that reads no known reasoning field: the history's reasoning goes as text in content
+        if foreign_thinking == "text" and "reasoning_as_text" in record.quirk_keys \
+                and not endpoint.quirks.get("reasoning_field"):
+            # a host whose dialect reads the quirk and that reads no known reasoning field (a Chat host of no row):
+            # the history's reasoning goes as text in content
             endpoint = Endpoint(endpoint.client_type, endpoint.base_url, endpoint.api_key, endpoint.headers,
                                 dict(endpoint.quirks, reasoning_as_text=True), endpoint.model)
         if prior is not None and getattr(build, "takes_prior", False):
