@@ -233,10 +233,11 @@ class FaultServer(object):
         return script(request) if callable(script) else script
 
     def _connection(self, sock, number):
-        sock.settimeout(self.idle_timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each step leaves at once
         buffer = b""
         try:
+            # (inside the try: ``stop`` may close the socket before this thread first runs, an EBADF here)
+            sock.settimeout(self.idle_timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each step leaves at once
             while not self._stop.is_set():
                 request, buffer = self._read_request(sock, buffer, number)
                 if request is None:
