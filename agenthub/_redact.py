@@ -17,6 +17,7 @@ their values (``named_secrets``) as they scrub a header's.
 import re
 from typing import Any, Iterable, List, Mapping, Optional
 from urllib.parse import urlsplit, urlunsplit
+from ._jsondepth import loads as _json_loads
 
 __all__ = ["PUBLIC_HEADERS", "is_public_header", "secret_values", "redact_headers", "redact_url", "url_secrets",
            "scrub_text", "scrub_cut", "CUT_MARKER", "body_secrets", "redact_mcp_servers", "url_query_secrets",
@@ -253,7 +254,7 @@ def body_secrets(body: Any) -> List[str]:
         import json
 
         try:
-            body = json.loads(body)
+            body = _json_loads(body)
         except ValueError:
             return []
     if not isinstance(body, Mapping):

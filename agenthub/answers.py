@@ -18,6 +18,7 @@ import time
 from typing import Any, Mapping, Optional, Tuple
 
 from .errors import UpstreamError, preview, upstream_error
+from ._jsondepth import loads as _json_loads
 
 __all__ = ["error_from_body", "retry_after", "request_id", "starts_stream", "page_text", "is_html", "body_text"]
 
@@ -126,7 +127,7 @@ def _sse_error(text: str) -> Any:
         if not data or data == "[DONE]":
             continue
         try:
-            payload = json.loads(data)
+            payload = _json_loads(data)
         except (ValueError, RecursionError):
             continue
         if isinstance(payload, dict) and (payload.get("error") or payload.get("type") == "error"):
@@ -140,7 +141,7 @@ def decode_body(status: Optional[int], headers: Mapping[str, str], payload: Any)
         return payload
     text = body_text(payload)
     try:
-        return json.loads(text)
+        return _json_loads(text)
     except (ValueError, RecursionError):
         pass
     found = _sse_error(text)

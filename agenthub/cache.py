@@ -54,6 +54,7 @@ from .errors import AgentHubError, ConfigError
 from .stores import open_store
 from .stream import check_stream, usage_extras, with_usage_extras
 from .types import bytes_default, from_jsonable, from_jsonable_exact, marker_free, to_jsonable  # the one codec
+from ._jsondepth import loads as _json_loads
 
 __all__ = ["ResponseCache", "request_key", "ENTRY_VERSION", "STATE_FIELDS"]
 
@@ -248,7 +249,7 @@ class _Recording(object):
             return None
         if self.lines is not None:
             try:
-                events = _events_read([json.loads(line) for line in self.lines], self.escaped)
+                events = _events_read([_json_loads(line) for line in self.lines], self.escaped)
                 if events is None:
                     return None
                 check_stream(events)
@@ -484,7 +485,7 @@ def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:
         text = unpacker.decompress(raw[len(_MAGIC_ESCAPED if escaped else _MAGIC):], MAX_ENTRY_TEXT + 1)  # (never more than the bound + 1 byte)
         if len(text) > MAX_ENTRY_TEXT or not unpacker.eof or unpacker.unused_data:
             return None  # past the bound, cut short, or followed by bytes this cache never writes
-        doc = json.loads(text.decode("utf-8", "surrogatepass"))
+        doc = _json_loads(text.decode("utf-8", "surrogatepass"))
     except (zlib.error, ValueError, UnicodeDecodeError, RecursionError):  # (nested past the parser's depth)
         return None
     if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("events"), list):

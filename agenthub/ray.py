@@ -39,6 +39,7 @@ from .jobs.jobfile import OUTPUT_KEYS, JobFile, JobRow, OutputWriter, error_row,
 from .jobs.runner import JobSummary, Job, Progress, build_clients, default_client, resume, row_tokens
 from .limiter import RateLimiter
 from .stream import surrogates_escaped
+from ._jsondepth import loads as _json_loads
 
 __all__ = ["Predictor", "run_job", "to_row", "JSON_COLUMNS"]
 
@@ -128,7 +129,7 @@ class Predictor(object):
         for i in range(count):
             if "text" in columns and "messages" not in columns:
                 try:
-                    fields = json.loads(_plain(columns["text"][i]))
+                    fields = _json_loads(_plain(columns["text"][i]))
                 except (ValueError, RecursionError) as exc:  # (its row's error, in a job file's words)
                     out.append(self._invalid(i, "not valid JSON ({})".format(exc) if isinstance(exc, ValueError)
                                              else "nested too deeply to be read as JSON"))
@@ -172,7 +173,7 @@ def to_row(result: Mapping[str, Any]) -> Dict[str, Any]:
     for key in OUTPUT_KEYS:
         value = _plain(result.get(key)) if key not in JSON_COLUMNS else result.get(key)
         if key in JSON_COLUMNS:
-            value = json.loads(value) if isinstance(value, str) else value
+            value = _json_loads(value) if isinstance(value, str) else value
         elif key == "cost_usd" and value is not None:
             value = None if value != value else float(value)  # NaN: how a null float may come back
         elif key == "attempts" and value is not None:

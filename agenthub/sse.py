@@ -30,6 +30,7 @@ from itertools import islice
 from time import monotonic
 from typing import Any, Iterable, Iterator, List, Optional, Tuple
 
+from ._jsondepth import GUARDED as _GUARDED, check as _check_depth
 from .errors import StreamProtocolError, TransportError
 
 __all__ = ["SSEEvent", "SSEDecoder", "iter_events", "iter_event_data", "json_loads", "scan_once",
@@ -531,6 +532,8 @@ def json_loads(text: Any) -> Any:
     string at once (leading or trailing whitespace, extra data, an error), the text
     goes to ``json.loads`` itself, so the result or the exception is always its own.
     """
+    if _GUARDED:  # (Python < 3.11: no decoder near the recursion limit, see agenthub._jsondepth)
+        _check_depth(text)
     if type(text) is str:
         try:
             value, end = scan_once(text, 0)

@@ -17,6 +17,7 @@ from .errors import AgentHubError, ConfigError, EmptyResponseError, StreamProtoc
 from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata, lone_surrogate_in, paired_halves
 from .validate import check_json
+from ._jsondepth import loads as _json_loads
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
@@ -821,7 +822,7 @@ def check_stream(events: Iterable[UniEvent]) -> None:
                 fail(position, "rule 5: the complete tool_call has the name and id it was announced with")
             joined = "".join(fragments)
             try:
-                streamed = json.loads(joined) if joined.strip() else {}
+                streamed = _json_loads(joined) if joined.strip() else {}
             except ValueError:
                 streamed = None
             if streamed != item["arguments"] and not _halves_joined(joined, item["arguments"]):
@@ -838,6 +839,6 @@ def _halves_joined(joined: str, arguments: Any) -> bool:
     if text_is_utf8(joined):
         return False
     try:
-        return json.loads(paired_halves(joined)) == arguments
+        return _json_loads(paired_halves(joined)) == arguments
     except ValueError:
         return False

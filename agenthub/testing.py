@@ -52,6 +52,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .answers import _REQUEST_ID_HEADERS, _RETRY_AFTER_HEADERS, _RETRY_AFTER_MS_HEADERS
 from .errors import AgentHubError
+from ._jsondepth import loads as _json_loads
 
 __all__ = [
     "Cassette",
@@ -291,7 +292,7 @@ def _load_one(folder: str, name: str, number: str) -> Interaction:
     try:
         _regular(path)
         with open(path, "rb") as handle:
-            meta = json.loads(handle.read().decode("utf-8"))
+            meta = _json_loads(handle.read().decode("utf-8"))
     except OSError as exc:
         raise bad("it cannot be read ({})".format(exc.strerror or type(exc).__name__)) from None
     except (ValueError, RecursionError) as exc:  # (not UTF-8, not JSON, cut short, nested past the parser's depth)
@@ -366,7 +367,7 @@ def _json_body(body: Any) -> Any:
             return {"__bytes__": len(body)}
     if isinstance(body, str):
         try:
-            return json.loads(body)
+            return _json_loads(body)
         except ValueError:
             return body
     return body

@@ -63,6 +63,7 @@ import json
 import uuid
 from typing import Any, Dict, List, Optional
 
+from ._jsondepth import GUARDED as _GUARDED, check as _check_depth, loads as _json_loads
 from .errors import StreamProtocolError, ToolCallArgumentParseError, preview
 from .types import MAX_DEPTH, paired_halves, too_deep  # one depth rule for model output and caller input
 from .types import lone_surrogate_in as _lone_surrogate_text  # (the one-byte text's look: types)
@@ -75,7 +76,7 @@ _MISSING_IDS = frozenset(["", "null", "None", "undefined"])
 #: tool_call_id, instead of raising it, so the turn goes on and the runner answers that call with an error
 #: result.  The runner sets it only around a stream's first step (where the parser and its assembler are made)
 broken_calls = contextvars.ContextVar("agenthub_broken_calls", default=None)  # type: contextvars.ContextVar[Optional[Dict[str, Any]]]
-_loads = json.loads
+_loads = _json_loads
 
 
 def _no_constant(name: str) -> Any:
@@ -91,7 +92,16 @@ def _finite(text: str) -> float:
 
 #: how a call's complete arguments are read: NaN, Infinity and numbers beyond a float's range are refused
 #: (JSON has none of them: the next request could not carry them back)
-_strict_loads = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite).decode
+_strict_decoder = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+_strict_decode = _strict_decoder.decode
+
+
+def _strict_checked(text: str) -> Any:
+    _check_depth(text, 0, _strict_decoder.raw_decode)  # (Python < 3.11: see agenthub._jsondepth)
+    return _strict_decode(text)
+
+
+_strict_loads = _strict_checked if _GUARDED else _strict_decode
 
 
 def read_arguments(text: str) -> Dict[str, Any]:

@@ -56,6 +56,7 @@ from .attempts import AttemptHook, same_route
 from .errors import ConfigError
 from .stream import surrogates_escaped, surrogates_shown
 from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
+from ._jsondepth import loads as _json_loads
 
 #: the longest trace_id accepted, and the longest part between two slashes (file names stay under NAME_MAX)
 MAX_TRACE_ID = 512
@@ -220,7 +221,7 @@ def _previous(json_path: str, history: Sequence[Mapping[str, Any]]) -> Optional[
     unreadable, or another conversation's (a rerun under the same trace_id)."""
     try:
         with _open_regular(json_path) as handle:
-            document = json.load(handle)
+            document = _json_loads(handle.read())
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(document, dict) or not isinstance(document.get("history"), list):
@@ -229,7 +230,7 @@ def _previous(json_path: str, history: Sequence[Mapping[str, Any]]) -> Optional[
     if len(before) > len(history):
         return None
     try:
-        now = json.loads(json.dumps(to_jsonable(list(history[:len(before)])), ensure_ascii=False))
+        now = _json_loads(json.dumps(to_jsonable(list(history[:len(before)])), ensure_ascii=False))
     except (TypeError, ValueError):  # a value JSON cannot hold: no earlier state to keep (the write says why)
         return None
     if [_unstamped(m) for m in before] != [_unstamped(m) for m in now]:
@@ -370,7 +371,7 @@ def load_trace(path: str) -> Dict[str, Any]:
     """A saved trace with its bytes restored; ValueError when the file is not a trace."""
     try:
         with _open_regular(path) as handle:
-            document = json.load(handle)
+            document = _json_loads(handle.read())
         if not isinstance(document, dict) or not isinstance(document.get("history"), list):
             raise ValueError("{} is not an agenthub trace (no history)".format(path))
         return from_jsonable(document)
@@ -390,7 +391,7 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
             path = os.path.join(folder, name)
             try:
                 with _open_regular(path) as handle:
-                    document = json.load(handle)
+                    document = _json_loads(handle.read())
             except (OSError, ValueError, RecursionError):  # (not a trace: a JSON file nested past the parser's stack)
                 continue
             if not isinstance(document, dict) or not isinstance(document.get("history"), list):

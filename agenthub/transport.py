@@ -61,6 +61,7 @@ from ._redact import body_secrets
 from .answers import body_text, error_from_body as _default_error_from_body, is_html, page_text
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
 from .types import HttpRequest
+from ._jsondepth import loads as _json_loads
 
 __all__ = ["open_stream", "open_raw", "RawBody", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch",
            "watch_pools", "watching", "current_watch"]
@@ -1330,7 +1331,7 @@ def _read_document(client: str, response: Any, timeout: Limits, head: bytes = b"
     del parts
     text = body_text(raw)
     try:
-        payload = json.loads(text)  # type: Any
+        payload = _json_loads(text)  # type: Any
     except (ValueError, RecursionError):
         raise StreamProtocolError("{}: the answer is neither a stream nor JSON: {}".format(
             client or "agenthub", preview(text.strip(), 300)), client=client) from None

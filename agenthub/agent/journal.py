@@ -53,6 +53,7 @@ from ..stores.base import StoreError
 from ..stores.journal import JOURNAL_LEASE
 from ..stream import surrogates_escaped
 from ..types import from_jsonable_exact, to_jsonable  # the one {"__bytes__"} codec (its escape too)
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["Journal", "JournalError", "RunLockedError", "RunJournal", "FORMAT", "fingerprint", "fingerprints",
            "idempotency_key",
@@ -269,7 +270,7 @@ def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Any, cut: O
     cost_text = _number(cost)
     plain = type(turn) is int and cost_text is not None and not extras and cut is None
     if type(route) is _Text and not plain:
-        route = json.loads(route)
+        route = _json_loads(route)
     entry = {}  # type: Dict[str, Any]
     try:
         if not plain:
@@ -284,7 +285,7 @@ def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Any, cut: O
             turn, _ENCODE(message), cost_text, route if type(route) is _Text else _ENCODE(route))
     except TypeError:  # (bytes in the answer: an image, a thought image)
         entry = {"turn": turn, "message": message, "cost": cost,
-                 "route": json.loads(route) if type(route) is _Text else route}
+                 "route": _json_loads(route) if type(route) is _Text else route}
         if extras:
             entry["usage"] = extras
         if cut is not None:
@@ -647,7 +648,7 @@ class Journal(object):
             turns = 0
             for n, text in enumerate(raw):
                 try:
-                    entry = json.loads(text)
+                    entry = _json_loads(text)
                 except (TypeError, ValueError, RecursionError):
                     entry = None
                 if n == 0 and isinstance(entry, dict) and entry.get("k") == "header" and entry.get("format") != FORMAT:

@@ -87,6 +87,7 @@ from ..typeschema import Compiled, _fresh, _is_model, compile as compile_type  #
 from ..validate import check_config, check_messages
 from .hooks import TOOL_HOOK_METHODS, tool_hooks
 from .tools import Tool
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["Run", "RunResult", "wire_name_problem", "call_digest", "current_call", "CallContext"]
 
@@ -538,7 +539,7 @@ def _approval_call(request: Mapping[str, Any]) -> Dict[str, Any]:
     arguments = request.get("arguments") or "{}"
     if isinstance(arguments, str):  # (JSON in a string, as OpenAI sends it; a compatible server may send the object)
         try:
-            arguments = json.loads(arguments)
+            arguments = _json_loads(arguments)
         except (ValueError, RecursionError):
             arguments = None
     if not isinstance(arguments, dict):

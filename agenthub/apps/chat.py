@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Set, TextIO
 from .._controls import json_for
 from ..stream import surrogates_escaped
 from .terminal import Printer, _dollars, safe
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["run", "cli_terms", "error_line", "LATEST", "concise_schema", "INTERRUPTED", "AnswerFile"]
 
@@ -466,7 +467,7 @@ def _option_value(text: str) -> Any:
     from ..errors import ConfigError
 
     try:
-        return json.loads(text)
+        return _json_loads(text)
     except ValueError:
         return text
     except RecursionError:  # (JSON, but nested past what the reader takes: neither it nor the text is meant)
@@ -491,7 +492,7 @@ def _schema(text: str) -> Dict[str, Any]:
         schema = concise_schema(text)
         text = json.dumps(schema)
     try:
-        schema = json.loads(text)
+        schema = _json_loads(text)
     except ValueError as exc:
         raise ConfigError("{} is neither a JSON Schema nor a file holding one ({})".format(source, exc)) from None
     except RecursionError:
@@ -845,7 +846,7 @@ def _asker(stdin: TextIO, err: TextIO, edited: Optional[Dict[str, Any]] = None) 
                 err.write("arguments (JSON)> ")
                 err.flush()
                 try:
-                    arguments = json.loads(stdin.readline() or "null")
+                    arguments = _json_loads(stdin.readline() or "null")
                 except (ValueError, RecursionError):  # (nested past what the reader takes: no object either)
                     arguments = None
                 if isinstance(arguments, dict):

@@ -21,6 +21,7 @@ import uuid
 from typing import Any, Dict, List, Mapping, Optional
 
 from .._redact import shown_url
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["home", "enabled", "Log", "DB_NAME", "export_markdown"]
 
@@ -97,7 +98,7 @@ def _dumps(value: Any) -> str:
 def _loads(text: Optional[str]) -> Any:
     from ..types import from_jsonable
 
-    return None if text is None else from_jsonable(json.loads(text), strict=True)
+    return None if text is None else from_jsonable(_json_loads(text), strict=True)
 
 
 def _now() -> int:

@@ -16,6 +16,7 @@ import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO, Union
 
 from ..errors import ConfigError
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["add_parser", "run", "target_of"]
 
@@ -89,7 +90,7 @@ def run(args: Any, out: TextIO = sys.stdout) -> int:
             raise ConfigError("agenthub mcp call TARGET... TOOL JSON")
         words, tool, text = words[:-2], words[-2], words[-1]
         try:
-            arguments = json.loads(text)
+            arguments = _json_loads(text)
         except ValueError as exc:
             raise ConfigError("the tool's arguments are not JSON: {}".format(exc)) from None
         except RecursionError:

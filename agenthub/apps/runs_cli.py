@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from ..errors import ConfigError
 from .terminal import shown_for as _shown_for  # (a server's words: escaped on a terminal)
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["add_parser", "run", "summary"]
 
@@ -83,7 +84,7 @@ def _entries(store: Any, run_id: str) -> List[Dict[str, Any]]:
     turns = 0
     for n, text in enumerate(raw):
         try:
-            entry = json.loads(text)
+            entry = _json_loads(text)
         except (TypeError, ValueError, RecursionError):
             entry = None
         if n and isinstance(entry, dict):

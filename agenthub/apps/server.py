@@ -92,6 +92,7 @@ from ..types import from_jsonable, json_default, marker_free, to_jsonable  # the
 from ..telemetry import continue_trace  # an incoming traceparent continues in the upstream call (a no-op uninstrumented)
 from ._sockets import ConnectionLimit, DeadlineReader, busy_answer, peer_closed
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
 
@@ -208,7 +209,7 @@ def load_config(config: Any, environ: Optional[Mapping[str, str]] = None) -> Dic
         path = os.fspath(config)
         try:
             with open(path, encoding="utf-8") as handle:
-                config = json.load(handle)
+                config = _json_loads(handle.read())
         except OSError as exc:
             raise ConfigError("cannot read the server config {}: {}".format(path, exc.strerror or exc)) from None
         except (ValueError, RecursionError) as exc:  # (RecursionError: nested past what the reader takes)
@@ -813,7 +814,7 @@ class AgentHubApp(object):
         raw = self._read_body(environ)
         try:
             text = raw.decode("utf-8")
-            request = json.loads(text)
+            request = _json_loads(text)
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise _Refusal(400, ConfigError("the request body is not a JSON document")) from None
         if not isinstance(request, dict):

@@ -60,6 +60,7 @@ from ..stream import surrogates_escaped
 from ..tracer import _open_regular, list_traces, trace_paths
 from ._dom import build, csp_source
 from ._sockets import ConnectionLimit, DeadlineReader, busy_answer
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["serve", "page", "PAGE", "CSP", "serve_in_thread", "trace_url", "cookie_name", "one_time_code"]
 
@@ -78,7 +79,7 @@ def page(data: Dict[str, Any]) -> bytes:
     try:
         text = json.dumps(data, ensure_ascii=False, allow_nan=False)
     except ValueError:  # NaN or Infinity (a trace file written elsewhere): null, which a browser's JSON.parse reads
-        text = json.dumps(json.loads(json.dumps(data), parse_constant=lambda name: None), ensure_ascii=False)
+        text = json.dumps(_json_loads(json.dumps(data), parse_constant=lambda name: None), ensure_ascii=False)
     text = surrogates_escaped(text)
     text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
@@ -127,7 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
             elif path.startswith("/trace/"):
                 trace_id = path[len("/trace/"):]
                 with _open_regular(self._paths(trace_id)["json"]) as handle:
-                    trace = json.load(handle)
+                    trace = _json_loads(handle.read())
                 data = self._data("trace")
                 data.update(trace_id=trace_id, trace=trace)
                 self._send(200, "text/html; charset=utf-8", page(data))

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 from ..errors import AgentHubError, AuthenticationError, ConfigError
 from ..validate import check_header_value
 from .trust import is_loopback, is_loopback_host
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["bearer_token", "private_key_reason", "check_not_private_key", "is_token_provider", "is_loopback"]
 
@@ -65,7 +66,7 @@ def _plain_reason(text: str) -> Optional[str]:
     if not stripped.startswith(("{", "[")):
         return None
     try:
-        value = json.loads(stripped)
+        value = _json_loads(stripped)
     except (ValueError, RecursionError):
         value = None
     if value is None:  # a cut or malformed credentials file is still one

@@ -37,6 +37,7 @@ from ..stream import Collector, drive, surrogates_escaped, surrogates_shown
 from ..validate import check_config
 from . import backends as _backends
 from .backends import TERMINAL, dumps_entry
+from .._jsondepth import loads as _json_loads
 from .backends._base import TAG_ROOM
 from .backends._wire import Wire, _scrubbed
 from .jobfile import (JobRow, OutputLock, OutputWriter, error_of, error_row, vectors_short, finished_ids, iter_rows, output_row, read_jobs,
@@ -235,7 +236,7 @@ def _state_lock(path: str) -> OutputLock:
 def _read_state(path: str) -> Dict[str, Any]:
     try:
         with open(path, "r", encoding="utf-8") as handle:
-            state = json.load(handle)
+            state = _json_loads(handle.read())
     except OSError as exc:
         raise ConfigError("cannot read the batch state file {}: {}".format(path, exc.strerror or exc)) from None
     except (ValueError, RecursionError) as exc:

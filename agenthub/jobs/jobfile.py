@@ -35,6 +35,7 @@ from ..errors import AgentHubError, ConfigError, OutputValidationError, StreamPr
 from ..stream import surrogates_escaped
 from ..types import from_jsonable, to_jsonable  # the {"__bytes__"} codec
 from ..validate import check_config, check_messages
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "OutputLock", "replace_durably", "file_mentions", "mark_finished", "parse_line", "output_row", "error_row", "finished_ids",
            "read_output", "OutputWriter", "INPUT_KEYS", "OUTPUT_KEYS", "dumps_row"]
@@ -401,7 +402,7 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
                 continue  # (a blank line, the first one too behind a byte order mark: not copied to be stripped)
             else:
                 try:
-                    obj = json.loads(raw.decode(_encoding(number)))
+                    obj = _json_loads(raw.decode(_encoding(number)))
                 except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                     reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON ({})".format(
                         exc) if isinstance(exc, ValueError) else "nested too deeply to be read as JSON"
@@ -474,7 +475,7 @@ def rows_from(path: str, first_line: int, *, check: bool = True, start: Tuple[in
             if number < first_line or raw is None or raw.isspace():
                 continue
             try:
-                obj = json.loads(raw.decode(_encoding(number)))
+                obj = _json_loads(raw.decode(_encoding(number)))
                 if check:
                     yield parse_line(obj, number)
                     continue
@@ -844,7 +845,7 @@ def _row_of_line(raw: bytes, offset: int) -> Optional[Dict[str, Any]]:
     """The output row an output line at ``offset`` holds (None: not one).  A byte order mark an editor put at the
     start of the file is read past, as in a job file."""
     try:
-        obj = json.loads(raw.decode("utf-8-sig" if not offset else "utf-8"))
+        obj = _json_loads(raw.decode("utf-8-sig" if not offset else "utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None

@@ -36,6 +36,7 @@ from ..attempts import scrub as _scrub
 from ..errors import AgentHubError
 from . import jsonrpc
 from .jsonrpc import MCPError, Message
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["Channel", "Answer", "CHANNELS", "modern_refusal", "scrub"]
 
@@ -71,7 +72,7 @@ def scrub(error: BaseException, secrets: Sequence[str]) -> None:
                 clean = scrub_text(text, secrets)
                 if clean != text:
                     try:
-                        fields[name] = json.loads(clean)
+                        fields[name] = _json_loads(clean)
                     except ValueError:
                         fields[name] = None
                     setattr(error, name, fields[name])

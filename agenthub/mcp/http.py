@@ -41,6 +41,7 @@ from ..validate import _short, check_distinct_header_names, check_header_name, c
 from . import jsonrpc
 from .channel import Answer, Channel, modern_refusal, scrub, weak_handler
 from .jsonrpc import MCPError, Message
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["HttpChannel", "MAX_MESSAGE_BYTES", "MAX_ANSWER_BYTES"]
 
@@ -72,7 +73,7 @@ def _error_from_body(status: Optional[int], headers: Any, payload: Any, client: 
     doc = payload
     if isinstance(payload, (bytes, bytearray)):
         try:
-            doc = json.loads(bytes(payload).decode("utf-8", "replace"))
+            doc = _json_loads(bytes(payload).decode("utf-8", "replace"))
         except (ValueError, RecursionError):
             doc = None
     if isinstance(doc, list) and doc:

@@ -10,6 +10,7 @@ import json
 from typing import Any, Dict, Optional
 
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, preview
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["MCPError", "InputRequiredError", "Message", "encode", "decode", "request", "notification",
            "result", "error_response", "error_from_object",
@@ -137,7 +138,7 @@ def decode(value: Any, client: str = "mcp") -> Message:
     if isinstance(value, (bytes, bytearray, str)):
         text = value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else value
         try:
-            value = json.loads(text)
+            value = _json_loads(text)
         except (ValueError, RecursionError):
             raise StreamProtocolError("{}: the server sent something that is not JSON: {}".format(
                 client, preview(text.strip(), 200)), client=client) from None

@@ -23,6 +23,7 @@ import math
 import re
 from typing import Any, List, Optional, Tuple
 
+from .._jsondepth import check as _check_depth
 from ..stream import text_is_utf8
 from ..types import MAX_DEPTH, too_deep
 
@@ -318,6 +319,7 @@ def find_json(text: str) -> Tuple[Any, Optional[str]]:
     stripped = text.strip()
     deep = False
     try:
+        _check_depth(stripped, 0, decoder.raw_decode)  # (Python < 3.11: see agenthub._jsondepth)
         return _unicode(decoder.decode(stripped), text)
     except (ValueError, _NotJSON):
         pass
@@ -332,6 +334,7 @@ def find_json(text: str) -> Tuple[Any, Optional[str]]:
             break
         tries += 1
         try:
+            _check_depth(text, at, decoder.raw_decode)
             value, _end = decoder.raw_decode(text, at)
             return _unicode(value, text)
         except (ValueError, _NotJSON):

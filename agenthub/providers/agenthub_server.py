@@ -23,6 +23,7 @@ abort and stateful history are the client's own, as for any protocol.
 import json
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
+from .._jsondepth import GUARDED as _GUARDED, check as _check_depth, loads as _json_loads
 from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
@@ -134,8 +135,9 @@ _scan = json.JSONDecoder().scan_once  # json.loads' own scanner, started at an o
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
-    loads = json.loads
+    loads = _json_loads
     scan = _scan
+    check = _check_depth if _GUARDED else None  # (Python < 3.11: see agenthub._jsondepth)
     head, tail, start = _DELTA_HEAD, _DELTA_TAIL, _HEAD_LEN
     call = None  # type: Optional[_Call]  # the call under way: its announcement, its argument text as it came
     for frame in events:
@@ -180,6 +182,8 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
         if data.startswith(head) and name == "message":
             # the common case: only the item is decoded (the rest of the frame is the fixed delta frame;
             # created_at is the driver's to set).  Anything else takes the general path below.
+            if check is not None:
+                check(data, start)
             try:
                 item, end = scan(data, start)
             except (StopIteration, ValueError):

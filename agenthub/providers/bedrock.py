@@ -89,6 +89,7 @@ from ._common import (left_out, something_to_send, visible_text, Count, Endpoint
                       parse_data_uri, samplers, to_int, unsupported, usage,
                       with_cache_write)
 from ._common import check_still, refuse_mcp_servers
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "claude_name", "stream_error",
            "FINISH_REASONS", "EXCEPTIONS", "PROTOCOL"]
@@ -857,7 +858,7 @@ def _close(block: _Block, index: Any, state: _State) -> List[Dict[str, Any]]:
         if "toolUse" in raw:
             text = "".join(block.parts)
             try:
-                raw["toolUse"]["input"] = json.loads(text) if text.strip() else {}
+                raw["toolUse"]["input"] = _json_loads(text) if text.strip() else {}
             except ValueError:
                 logger.debug("a server tool block with unreadable input is left out")
                 return []

@@ -83,6 +83,7 @@ from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response
                       stop_sequences, to_int, unsupported, usage)
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers, unfinished_document
 from ._common import INTERACTIONS_IMAGE_TYPES, answer_bytes, answer_mime, check_image_type, check_still, something_to_send
+from .._jsondepth import loads as _json_loads
 
 __all__ = [
     "build_request",
@@ -487,7 +488,7 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[str], bool]:
     data = sse.data
     if not data or data[0] != "{":
         return None, None, data.strip() == "[DONE]"
-    payload = json.loads(data)  # a ValueError here: the event was cut in half
+    payload = _json_loads(data)  # a ValueError here: the event was cut in half
     if type(payload) is not dict:
         return None, None, False  # not an event of an interaction: the parser says what it is
     kind = payload.get("event_type") or sse.event

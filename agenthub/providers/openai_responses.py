@@ -133,6 +133,7 @@ from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_o
                       inclusive_usage, nearest, parse_data_uri, pdf_url, request_headers,
                       unfinished_document, unsupported)
 from ._common import OPENAI_IMAGE_TYPES, answer_bytes, check_image_type, check_still
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
            "text_format", "EFFORTS", "parse_document", "cache_options", "check_breakpoints", "BREAKPOINT",
@@ -1706,7 +1707,7 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[int], bool]:
     data = sse.data
     if not data or data[0] != "{":
         return None, None, False
-    payload = json.loads(data)  # a ValueError here: the event was cut in half
+    payload = _json_loads(data)  # a ValueError here: the event was cut in half
     if type(payload) is not dict:
         return None, None, False  # not an event of a response: the parser says what it is
     kind = payload.get("type") or sse.event

@@ -12,6 +12,7 @@ import json
 from typing import Any, Callable, Optional, Tuple
 
 from .base import Store, StoreError
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["SharedPace", "endpoint_name", "MAX_WAIT"]
 
@@ -38,7 +39,7 @@ def endpoint_name(key: Any) -> str:
 
 def _parts(name: str) -> Optional[Tuple[Any, ...]]:
     try:
-        parts = json.loads(name)
+        parts = _json_loads(name)
     except ValueError:
         return None
     if not isinstance(parts, list):

@@ -24,6 +24,7 @@ from ..errors import ConfigError
 from .base import SCHEMA_VERSION, StateStore, StoreError, let_go
 from .files import check_folder, make_file
 from .journal import JOURNAL_LEASE, JournalRows, check_entries, lost_lease
+from .._jsondepth import loads as _json_loads
 
 __all__ = ["SQLiteStore", "sqlite_path"]
 
@@ -259,7 +260,7 @@ class SQLiteStore(JournalRows, StateStore):
             row = {}  # type: Any
             if found is not None:
                 try:
-                    row = json.loads(found[0])
+                    row = _json_loads(found[0])
                 except (TypeError, ValueError):
                     row = None
                 if not isinstance(row, dict):

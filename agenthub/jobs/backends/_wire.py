@@ -22,6 +22,7 @@ from ...errors import AgentHubError, UpstreamError
 from ...providers._common import Endpoint
 from ...sse import DEFAULT_MAX_LINE_BYTES
 from ...types import HttpRequest
+from ..._jsondepth import loads as _json_loads
 
 __all__ = ["Wire", "BadLine", "join", "multipart", "same_origin", "RETRY_AFTER_CAP"]
 
@@ -293,7 +294,7 @@ def _decode_line(raw: bytes, number: int, client: str) -> Any:
     if not text:
         return None
     try:
-        return json.loads(text)
+        return _json_loads(text)
     except (ValueError, RecursionError):
         return BadLine("{}: line {} of the batch results is not JSON".format(client, number))
 

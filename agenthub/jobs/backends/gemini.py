@@ -39,6 +39,7 @@ from ...errors import ConfigError, StreamProtocolError
 from ...types import HttpRequest
 from ._base import Backend, Note, Outcome, listed, outcomes
 from ._wire import Wire, same_origin
+from ..._jsondepth import loads as _json_loads
 
 __all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "OPERATION_MAX_BYTES", "RPC_CODES",
            "version_root", "status_of", "parse_item", "rpc_error", "read_operation"]
@@ -116,7 +117,7 @@ class GeminiBatches(Backend):
         url = "{}/models/{}:{}".format(root, quote(model, safe=""), verb)
         parts = None  # type: Optional[Dict[str, int]]
         if api == "embeddings":
-            decoded = [json.loads(data) for data in entries]
+            decoded = [_json_loads(data) for data in entries]
             parts = {entry["key"]: len(entry["parts"]) for entry in decoded}  # what each row's answer must hold
             if note is not None:
                 note({"parts": parts})  # (find's batch needs them too)
@@ -128,7 +129,7 @@ class GeminiBatches(Backend):
             inline = []
             answers = 0  # what the inlined answers could take in the operation
             for data in entries:
-                line = json.loads(data)
+                line = _json_loads(data)
                 inline.append({"request": line["request"], "metadata": {"key": line["key"]}})
                 answers += _answer_bytes(line["request"], api)
             body = {"batch": {"display_name": name, "input_config": {"requests": {"requests": inline}}}}
@@ -312,7 +313,7 @@ def read_operation(wire: Wire, url: str) -> Any:
     finally:
         body.close()
     try:
-        return json.loads(raw.decode("utf-8-sig"))
+        return _json_loads(raw.decode("utf-8-sig"))
     except (ValueError, RecursionError):
         raise StreamProtocolError("{}: the batch operation is not JSON ({} bytes)".format(wire.client_type, len(raw)),
                                   client=wire.client_type, retryable=True) from None

@@ -1,0 +1,122 @@
+"""JSON nested near the recursion limit never aborts the interpreter (agenthub._jsondepth).
+
+On Python 3.8 to 3.10, a RecursionError raised deep down leaves the thread "overflowed" until its stack is back
+50 frames under the limit; a garbage collection the decoder's allocations start there runs finalizers (and
+``gc.callbacks``: Hypothesis installs one) at that depth, and once one of them reaches the limit the decoder goes
+on down and the process dies of SIGABRT ("Fatal Python error: Cannot recover from stack overflow"), no exception.
+CI's 3.8 suite died that way twice in test_output_partial.py (find_json on an answer 100000 levels deep, with
+Hypothesis' callback installed), with no output: the message went to pytest's captured stderr.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from agenthub import _jsondepth
+from agenthub.output.partial import find_json
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: a child that starts a garbage collection at every depth near the limit while deep answers are read, with a
+#: finalizer that needs 30 frames: each reader must give its usual answer, and the child exit 0
+SCRIPT = r"""
+import gc, json, sys
+sys.path.insert(0, sys.argv[1])
+from agenthub import _jsondepth
+from agenthub.output.partial import find_json
+from agenthub.providers._common import data_payloads
+from agenthub.sse import json_loads
+from agenthub.toolcalls import read_arguments
+
+if sys.argv[2] == "unguarded":
+    _jsondepth.GUARDED = False  # (check reads it at each call: the readers below go as they did before)
+
+
+class Junk:
+    def __init__(self):
+        self.me = self  # (a cycle: only a collection frees it, and runs its finalizer where it runs)
+
+    def __del__(self):
+        def down(n):
+            return down(n - 1) if n else 0
+        try:
+            down(30)
+        except RecursionError:
+            pass
+
+
+deep = "[" * 100000 + "]" * 100000
+readers = [
+    ("find_json", lambda: find_json(deep)[1]),
+    ("json_loads", lambda: json_loads(deep)),
+    ("data_payloads", lambda: list(data_payloads([("message", deep)]))),
+    ("read_arguments", lambda: read_arguments('{"a": ' + deep + "}")),
+]
+seen = {}
+for threshold in range(900, 1100, 3):
+    for name, read in readers:
+        gc.collect()
+        gc.set_threshold(threshold)
+        Junk()
+        try:
+            outcome = read()
+        except RecursionError:
+            outcome = "RecursionError"
+        finally:
+            gc.set_threshold(700)
+        seen.setdefault(name, set()).add(outcome)
+print(json.dumps({name: sorted(outcomes) for name, outcomes in sorted(seen.items())}))
+"""
+
+
+def _child(mode):
+    return subprocess.run([sys.executable, "-c", SCRIPT, ROOT, mode], capture_output=True, text=True, timeout=300)
+
+
+def test_deep_json_read_while_a_collection_runs_finalizers_deep_down_never_aborts():
+    done = _child("guarded")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.strip() == (
+        '{"data_payloads": ["RecursionError"], "find_json": ["the answer\'s JSON is nested too deeply to read"], '
+        '"json_loads": ["RecursionError"], "read_arguments": ["RecursionError"]}')
+
+
+@pytest.mark.skipif(not _jsondepth.GUARDED, reason="3.11 and later keep no overflowed state: nothing to guard")
+def test_without_the_measure_the_same_child_dies_of_sigabrt():
+    """The test above can fail: with the measure switched off, this Python aborts in the same child."""
+    done = _child("unguarded")
+    assert done.returncode == -6, (done.returncode, done.stdout, done.stderr[-500:])
+    assert "Fatal Python error: Cannot recover from stack overflow" in done.stderr
+
+
+@pytest.mark.skipif(not _jsondepth.GUARDED, reason="a no-op on 3.11 and later")
+def test_check_raises_the_decoders_own_error_or_recursion_error_and_leaves_what_it_can_read():
+    deep = "[" * 5000 + "]" * 5000
+    with pytest.raises(RecursionError):
+        _jsondepth.check(deep)
+    with pytest.raises(RecursionError):
+        _jsondepth.check(deep.encode("utf-8"))
+    # not JSON before it goes deep: the decoder's own error, at the same place
+    with pytest.raises(ValueError) as caught:
+        _jsondepth.check("[1, x" + deep)
+    assert str(caught.value) == "Expecting value: line 1 column 5 (char 4)"
+    # a value that ends before the deep part: read by the decoder without going deeper
+    _jsondepth.check("[1] " + deep)
+    # brackets inside strings are no nesting; whitespace before the value is skipped as json.loads does
+    _jsondepth.check(" \n" + '["' + "[" * 5000 + '"]')
+    _jsondepth.check("[" * 100 + "]" * 100)
+    # a parse hook's refusal before the cut (find_json's NaN) is that refusal, not "too deep"
+    assert find_json('{"a": NaN, "b": [' * 5000) == (
+        None, "the answer is not JSON (it begins {!r})".format(('{"a": NaN, "b": [' * 5)[:80]))
+
+
+def test_the_same_answers_on_every_python():
+    """What the measure refuses is what the decoder refuses on 3.11 and later: deep, too deep; broken, broken."""
+    # (100000 levels: past every Python's decoder; 3.12 and later read a few thousand where 3.8 reads about 1000)
+    assert find_json("[" * 100000 + "]" * 100000) == (None, "the answer's JSON is nested too deeply to read")
+    assert find_json("[" * 100000 + "x") == (None, "the answer's JSON is nested too deeply to read")  # (x: too far)
+    assert find_json('{"a": NaN, "b": [' * 30000) == (None, "the answer is not JSON (it begins {!r})".format(
+        ('{"a": NaN, "b": [' * 5)[:80]))  # (broken before it is deep: NaN)
+    assert find_json('{"a": "' + "[" * 100000 + '"}') == ({"a": "[" * 100000}, None)
