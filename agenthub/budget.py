@@ -356,14 +356,15 @@ class BudgetHook(AttemptHook):
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
         from .catalog import fast_tier, find_model
-        from .estimate import estimate_parts, unknown_video
+        from .estimate import estimate_parts, unknown_media
 
         inputs, heard, unknown = estimate_parts(attempt.messages or (), config)  # (each audio item read once)
         heard = min(heard, inputs)
-        if unknown or unknown_video(attempt.messages or ()):
-            # audio whose bytes do not say how long it lasts (a format whose headers agenthub does not read), or a
-            # video sent as bytes (its length not read): it may bill up to the model's whole input, so that is held
-            # (at the audio price for such audio, else the input price), never a flat guess
+        if unknown or unknown_media(attempt.messages or ()):
+            # audio whose bytes do not say how long it lasts (a format whose headers agenthub does not read, or
+            # audio by URL), a video sent as bytes (its length not read), or a video, a PDF or a YouTube link sent
+            # by URL: it may bill up to the model's whole input, so that is held (at the audio price for such audio,
+            # else the input price), never a flat guess
             row = find_model(attempt.model)
             window = row.get("context_window") if row else None
             if isinstance(window, int) and window > inputs:

@@ -7,9 +7,10 @@ UTF-8 bytes / 3, rounded up, above what BPE tokenizers give for English (about 4
 and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; audio sent as bytes
 ``AUDIO_TOKENS_PER_SECOND`` for each second its headers say it lasts (``audio_seconds``: WAV, MP3, ADTS AAC, FLAC,
 Ogg, MP4 / M4A, WebM / Matroska; raw PCM by the rate its type names), at least ``MEDIA_TOKENS``, and so is
-audio in a ``data:audio/...`` URI; audio whose length its bytes do not say, each video item, and each media
-item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio:
-``unknown_audio``, and for video sent as bytes: ``unknown_video``); a document sent as bytes (a PDF, a text or
+audio in a ``data:audio/...`` URI; audio whose length its bytes do not say (audio by URL too), each video item,
+and each other media item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such
+audio: ``unknown_audio``, and for a video sent as bytes or a video, a PDF or a YouTube link sent by URL:
+``unknown_media``; an image URL holds ``IMAGE_TOKENS``); a document sent as bytes (a PDF, a text or
 office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as
 text and as images: a fixed figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
 message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
@@ -18,10 +19,10 @@ message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
 import json
 import math
 import struct
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 __all__ = ["estimate_tokens", "estimate_parts", "estimate_with_output", "audio_tokens", "audio_seconds", "unknown_audio",
-           "unknown_video", "IMAGE_TOKENS", "MEDIA_TOKENS",
+           "unknown_video", "unknown_media", "IMAGE_TOKENS", "MEDIA_TOKENS",
            "AUDIO_TOKENS_PER_SECOND", "MESSAGE_TOKENS",
            "TOOL_TOKENS", "DOCUMENT_BYTES_PER_TOKEN"]
 
@@ -431,6 +432,22 @@ def unknown_video(messages: Iterable[Mapping[str, Any]]) -> int:
     URI in an ``image_url`` item or a tool result's images): their length is not read, ``estimate_tokens`` counts
     each ``MEDIA_TOKENS``, and Gemini bills about 260 tokens for each second of one, so a Budget holds the most
     input the model takes for such a request (at its input price)."""
+    return _count_media(messages, _is_video_uri)
+
+
+def unknown_media(messages: Iterable[Mapping[str, Any]]) -> int:
+    """``unknown_video``, and the items sent by URL whose size no byte here says and no rule bounds: a video (the
+    type its path's extension names), a PDF (a path ending ``.pdf``: sent as a document, its pages read as text and
+    as images) or a YouTube link (Gemini's ``fileData``), each counted ``MEDIA_TOKENS`` by ``estimate_tokens``; a
+    Budget holds the most input the model takes for a request with any (at its input price).  An image URL is held
+    at ``IMAGE_TOKENS`` (what an image bills is bounded by its size rules), audio by URL as audio of an unknown
+    length (``unknown_audio``)."""
+    return _count_media(messages, _unbounded_uri)
+
+
+def _count_media(messages: Iterable[Mapping[str, Any]], by_url: Callable[[Any], bool]) -> int:
+    """The video items sent as bytes (``inline_data`` of a ``video/`` type) and the URLs (an ``image_url`` item's,
+    a tool result's images) ``by_url`` counts."""
     count = 0
     for message in messages or ():
         items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
@@ -441,14 +458,46 @@ def unknown_video(messages: Iterable[Mapping[str, Any]]) -> int:
             if kind == "inline_data":
                 count += str(item.get("mime_type") or "").lower().startswith("video/")
             elif kind == "image_url":
-                count += _is_video_uri(item.get("image_url"))
+                count += by_url(item.get("image_url"))
             elif kind == "tool_result":
-                count += sum(_is_video_uri(image) for image in item.get("images") or ())
+                count += sum(by_url(image) for image in item.get("images") or ())
     return count
 
 
 def _is_video_uri(url: Any) -> bool:
     return isinstance(url, str) and url[:11].lower().startswith("data:video/")
+
+
+#: hosts whose links Gemini reads as video (``fileData`` with a YouTube URL)
+_VIDEO_HOSTS = frozenset(["youtube.com", "www.youtube.com", "m.youtube.com", "youtu.be", "music.youtube.com"])
+
+
+def _unbounded_uri(url: Any) -> bool:
+    """A video sent as a ``data:`` URI, or a URL (not ``data:``) of a video, a PDF or a YouTube link."""
+    if not isinstance(url, str):
+        return False
+    if url[:5].lower() == "data:":
+        return _is_video_uri(url)
+    kind = _url_type(url)
+    if kind.startswith("video/") or kind == "application/pdf":
+        return True
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url.strip()).hostname or "").rstrip(".")
+    except ValueError:  # (a malformed URL: the wire refuses it)
+        return False
+    return host in _VIDEO_HOSTS
+
+
+def _url_type(url: str) -> str:
+    """The type the extension of a URL's path names ("" when it names none), lower case, as the wires read it."""
+    import mimetypes
+
+    path = url.split("#", 1)[0].split("?", 1)[0]
+    if path.lower().endswith(".pdf"):  # (providers._common.pdf_url: sent as a document)
+        return "application/pdf"
+    return (mimetypes.guess_type(path)[0] or "").lower()
 
 
 #: the items that may hold audio: inline_data, and a data:audio/... URI in an image_url item or a tool result's images
@@ -472,9 +521,15 @@ def _audio_of(item: Mapping[str, Any]) -> Optional[List[Tuple[Any, Any]]]:
 
 def _uri_audio(url: Any) -> Optional[Tuple[bytes, str]]:
     """(the bytes, the type) of a ``data:`` URI of an ``audio/`` type (b"" when its payload does not decode: a
-    length not known); None for any other URL."""
-    if not isinstance(url, str) or not url[:11].lower().startswith("data:audio/"):
+    length not known), of a URL whose path's extension names an audio type (b"": its bytes are not here); None for
+    any other URL."""
+    if not isinstance(url, str):
         return None
+    if not url[:11].lower().startswith("data:audio/"):
+        if url[:5].lower() == "data:":
+            return None
+        kind = _url_type(url)
+        return (b"", kind) if kind.startswith("audio/") else None
     head, comma, payload = url.partition(",")
     params = head[5:].split(";")
     mime_type = ";".join(param for param in params if param.strip().lower() != "base64")

@@ -566,3 +566,35 @@ def test_a_video_sent_as_bytes_holds_the_models_whole_input():
     image = [{"role": "user", "content_items": [
         {"type": "text", "text": "Transcribe this"}, {"type": "image_url", "image_url": "data:image/png;base64,iVBO"}]}]
     assert unknown_video(image) == 0
+
+
+@pytest.mark.parametrize("url, held", [
+    ("https://example.com/talk.mp4", "input"),  # a video: Gemini's fileData, about 260 tokens a second
+    ("https://example.com/REPORT.PDF?version=2", "input"),  # a PDF: a document, each page text and an image
+    ("https://www.youtube.com/watch?v=dQw4w9WgXcQ", "input"),  # a YouTube link: Gemini reads the video
+    ("https://youtu.be/dQw4w9WgXcQ", "input"),
+    ("https://example.com/call.mp3", "audio"),  # audio of a length nothing here says: at the audio price
+    ("https://example.com/photo.png", None),  # an image: IMAGE_TOKENS bounds it
+    ("https://example.com/image?id=3", None),  # (no extension: sent as an image, Gemini's fileData included)
+])
+def test_media_sent_by_url_is_held_at_the_models_whole_input_unless_it_is_an_image(url, held):
+    """A video, a PDF or a YouTube link sent by URL counted a flat MEDIA_TOKENS (1600) in a Budget's hold, where an
+    hour of video bills about 940,000 tokens on Gemini and a 300-page PDF several hundred thousand: a Budget(0.01)
+    let it go.  Such a request now holds the model's whole input (audio by URL at the audio price, as audio of an
+    unknown length); an image URL still holds IMAGE_TOKENS."""
+    from agenthub.estimate import IMAGE_TOKENS, unknown_media
+
+    window = find_model("gemini-2.5-flash")["context_window"]
+    messages = [{"role": "user", "content_items": [{"type": "text", "text": "Transcribe this"},
+                                                   {"type": "image_url", "image_url": url}]}]
+    expected = {"input": (window * 0.3 + 100 * 2.5) / 1e6,
+                "audio": (TEXT_ESTIMATE * 0.3 + (window - TEXT_ESTIMATE) * 1 + 100 * 2.5) / 1e6,
+                None: ((TEXT_ESTIMATE + IMAGE_TOKENS) * 0.3 + 100 * 2.5) / 1e6}[held]
+    assert (unknown_media(messages), unknown_audio(messages)) == (int(held == "input"), int(held == "audio"))
+    budget = 0.01 if held else expected * 0.99
+    assert _refused_on_gemini(messages, budget).needed_usd == pytest.approx(expected, rel=1e-12)
+    # (the same URL as a tool result's image)
+    calls = [messages[0], {"role": "assistant", "content_items": [
+        {"type": "tool_call", "tool_call_id": "c1", "name": "fetch", "arguments": {}}]},
+        {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c1", "text": "", "images": [url]}]}]
+    assert (unknown_media(calls[2:]), unknown_audio(calls[2:])) == (int(held == "input"), int(held == "audio"))

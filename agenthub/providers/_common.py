@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from .._redact import named_secrets
 from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
-from .._jsondepth import GUARDED as _GUARDED, check as _check_depth
+from .._jsondepth import FLOOR as _FLOOR, GUARDED as _GUARDED, check as _check_depth
 from ..sse import iter_event_data, iter_events, json_loads, scan_once
 from ..stream import Usage, now_ms, with_cache_write  # noqa: F401  (the dialects import them from here)
 from ..types import HttpRequest
@@ -116,9 +116,10 @@ def data_payloads(pairs: Iterable[Tuple[str, str]]) -> Iterator[Tuple[str, Any]]
     loads = json_loads
     scan = scan_once
     check = _check_depth if _GUARDED else None  # (Python < 3.11: see agenthub._jsondepth)
+    floor = _FLOOR
     for event, data in pairs:
         try:
-            if check is not None:
+            if check is not None and len(data) > floor:  # (a short event cannot nest that deep: no call)
                 check(data)
             # json_loads' own fast path, inlined (a call fewer per event): the C scanner over the whole
             # text; anything else (whitespace around it, extra data, an error) goes to json_loads
