@@ -7,8 +7,11 @@ that runs deep down meanwhile (a garbage collection started by the decoder's all
 ``gc.callbacks`` at that depth; one of them reaching the limit flags the thread too) lets the decoder go on down,
 and 50 frames past the limit the interpreter aborts: "Fatal Python error: Cannot recover from stack overflow", the
 whole process gone (SIGABRT), not an exception.  So on those Pythons a text is measured first: one that could bring
-the decoder within ``MARGIN`` frames of the limit raises the RecursionError the decoder would have raised, without
-descending.  3.11 and later keep no such state (the error is raised once more, never fatal): nothing is measured.
+the decoder within ``MARGIN`` frames of the limit raises the RecursionError the decoder would have raised (in its
+words), without descending.  A decoder that never reaches the limit never flags the thread, and one flagged by a
+finalizer meanwhile never goes 50 past it.  3.11 and later keep no such state (the error is raised once more, never
+fatal): nothing is measured.  (On 3.8 to 3.10, a text a few levels short of what the decoder read before is now
+refused as too deep: the margin.)
 
 The measure is cheap for what is sent in practice: a text with at most ``FLOOR`` opening brackets (or fewer than
 the room left under the limit) cannot nest deeper than that (two ``str.count``); only a text with more has its
@@ -24,9 +27,9 @@ __all__ = ["GUARDED", "check", "loads"]
 
 #: True where a decoder that reaches the recursion limit may abort the interpreter (CPython 3.8 to 3.10)
 GUARDED = sys.version_info < (3, 11)
-#: frames kept free under the limit below the decoder's deepest level (the finalizers and callbacks a garbage
-#: collection may run down there)
-MARGIN = 200
+#: frames kept free under the limit below the decoder's deepest level (what the count of Python frames misses: a call
+#: of an object through C counts one more, about 7 under pytest; the probe's own frames)
+MARGIN = 50
 #: a text with at most this many opening brackets is not measured (no decoder goes this deep near the limit:
 #: a caller this close to it is in trouble already)
 FLOOR = 128
@@ -66,6 +69,7 @@ def check(text: Any, start: int = 0, probe: Any = None) -> None:
             depth += 1
             if depth > room:
                 cut = token.end()
+                kind = "array" if bracket == "[" else "object"
                 break
         elif bracket in "]}" and depth:
             depth -= 1
@@ -80,7 +84,7 @@ def check(text: Any, start: int = 0, probe: Any = None) -> None:
             raise
     else:
         return  # (a value that ends before the cut: the decoder stops there)
-    raise RecursionError("the JSON text nests deeper than the decoder may go here")
+    raise RecursionError("maximum recursion depth exceeded while decoding a JSON {} from a unicode string".format(kind))
 
 
 def _checked_loads(text: Any, **kwargs: Any) -> Any:

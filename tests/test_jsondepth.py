@@ -94,8 +94,12 @@ def test_without_the_measure_the_same_child_dies_of_sigabrt():
 @pytest.mark.skipif(not _jsondepth.GUARDED, reason="a no-op on 3.11 and later")
 def test_check_raises_the_decoders_own_error_or_recursion_error_and_leaves_what_it_can_read():
     deep = "[" * 5000 + "]" * 5000
-    with pytest.raises(RecursionError):
+    with pytest.raises(RecursionError) as caught:
         _jsondepth.check(deep)
+    # (in the decoder's own words: the readers that show it, a batch state file's ConfigError say, read the same)
+    assert str(caught.value) == "maximum recursion depth exceeded while decoding a JSON array from a unicode string"
+    with pytest.raises(RecursionError, match="^maximum recursion depth exceeded while decoding a JSON object from"):
+        _jsondepth.check('{"a": ' * 5000)
     with pytest.raises(RecursionError):
         _jsondepth.check(deep.encode("utf-8"))
     # not JSON before it goes deep: the decoder's own error, at the same place
