@@ -111,6 +111,9 @@ def test_check_raises_the_decoders_own_error_or_recursion_error_and_leaves_what_
     # brackets inside strings are no nesting; whitespace before the value is skipped as json.loads does
     _jsondepth.check(" \n" + '["' + "[" * 5000 + '"]')
     _jsondepth.check("[" * 100 + "]" * 100)
+    # more brackets than the room, the room-th of them inside a string: read as the text running out, then measured
+    _jsondepth.check('["' + "[" * 5000 + '", 1]')
+    _jsondepth.check(('["' + "[" * 5000 + '", 1]').encode("utf-8"))
     # a parse hook's refusal before the cut (find_json's NaN) is that refusal, not "too deep"
     assert find_json('{"a": NaN, "b": [' * 5000) == (
         None, "the answer is not JSON (it begins {!r})".format(('{"a": NaN, "b": [' * 5)[:80]))
@@ -124,3 +127,20 @@ def test_the_same_answers_on_every_python():
     assert find_json('{"a": NaN, "b": [' * 30000) == (None, "the answer is not JSON (it begins {!r})".format(
         ('{"a": NaN, "b": [' * 5)[:80]))  # (broken before it is deep: NaN)
     assert find_json('{"a": "' + "[" * 100000 + '"}') == ({"a": "[" * 100000}, None)
+
+
+@pytest.mark.skipif(not _jsondepth.GUARDED, reason="a no-op on 3.11 and later")
+def test_a_broken_answer_with_many_brackets_costs_no_measure(monkeypatch):
+    """An answer broken before it is deep (find_json's tries, 64 of them on a large one) is refused by the read of
+    its beginning alone: its depth is never measured (each measure a pass over the whole text)."""
+    def measured(text):
+        raise AssertionError("measured")
+
+    monkeypatch.setattr(_jsondepth, "_deepest", measured)
+    assert find_json('{"a": NaN, "b": [' * 5000) == (None, "the answer is not JSON (it begins {!r})".format(
+        ('{"a": NaN, "b": [' * 5)[:80]))
+    with pytest.raises(ValueError) as caught:
+        _jsondepth.check("[1, 2, x" + "[" * 5000)
+    assert str(caught.value) == "Expecting value: line 1 column 8 (char 7)"
+    _jsondepth.check("[1, 2] " + "[" * 5000)  # (a value that ends first: all the decoder reads)
+
