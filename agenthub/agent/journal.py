@@ -36,6 +36,7 @@ goes on live.  A call journaled as started and not finished is run again when it
 the raw HTTP bodies; replayed events are rebuilt from the journaled message (one delta per item).
 """
 
+import atexit
 import collections
 import hashlib
 import json
@@ -419,7 +420,8 @@ def arguments_digest(arguments: Any) -> str:
 class _Renewer(object):
     """One daemon thread per process renews the leases of the runs it owns, each every third of its lease
     from its claim.  It lingers one such period after the last run ends (runs one after another reuse one
-    thread instead of starting one a run)."""
+    thread instead of starting one a run).  At the interpreter's exit it starts no renewal, and one under way ends
+    first (``stop_at_exit``)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -427,6 +429,8 @@ class _Renewer(object):
         self._thread = None  # type: Optional[threading.Thread]
         self._pid = os.getpid()
         self._until = 0.0  # (the thread sleeps until then: a run due earlier wakes it)
+        self._stopping = False  # (the interpreter is exiting)
+        self._renewing = False  # (a round of renewals is under way)
 
     def add(self, journal: "Journal") -> None:
         due = time.monotonic() + journal.lease / 3.0
@@ -449,6 +453,9 @@ class _Renewer(object):
         idle = False
         while True:
             with self._cond:
+                if self._stopping:
+                    self._thread = None
+                    return
                 now = time.monotonic()
                 if not self._journals:
                     if idle:
@@ -462,21 +469,41 @@ class _Renewer(object):
                 if self._until > now:
                     self._cond.wait(self._until - now)
                 now = time.monotonic()
-                due = [j for j, at in list(self._journals.items()) if at <= now]
+                due = [j for j, at in list(self._journals.items()) if at <= now] if not self._stopping else []
                 for journal in due:
                     self._journals[journal] = now + journal.lease / 3.0
-            for journal in due:
-                journal.renew()
+                self._renewing = bool(due)
+            try:
+                for journal in due:
+                    journal.renew()
+            finally:
+                with self._cond:
+                    self._renewing = False
+                    self._cond.notify_all()
+
+    def stop_at_exit(self, wait: float = 5.0) -> None:
+        """At the interpreter's exit: no renewal starts any more, and a round under way ends first (at most
+        ``wait`` seconds).  The daemon thread stopped between a renewal's claim and the release that follows it
+        (a worker that stood still, going on after another took its run over and ended it) left the ended run's
+        lease held for a whole lease: every resume of it refused as owned by a live worker."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            ends = time.monotonic() + wait
+            while self._renewing and self._pid == os.getpid() and time.monotonic() < ends:
+                self._cond.wait(max(0.0, min(0.05, ends - time.monotonic())))
 
     def reset(self) -> None:
         """In a forked child: a fresh condition (a thread of the parent may have held it), no thread, no runs."""
         self._cond = threading.Condition()
         self._pid, self._journals, self._thread = os.getpid(), weakref.WeakKeyDictionary(), None
+        self._stopping = self._renewing = False
 
 
 _RENEWER = _Renewer()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_RENEWER.reset)
+atexit.register(_RENEWER.stop_at_exit)
 
 #: the stores this process opened from a URL for journals, by (process, URL): a run reuses the store (its
 #: connection, its schema check, its scripts) instead of opening one a run; a forked child opens its own
