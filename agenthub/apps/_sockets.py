@@ -6,6 +6,7 @@ import io
 import select
 import socket
 import socketserver
+import threading
 import time
 from typing import Any, Optional
 
@@ -38,10 +39,28 @@ class DeadlineReader(io.RawIOBase):
 class ConnectionLimit(object):
     """A mix-in before ``socketserver.ThreadingMixIn``: at most ``connections`` (a ``threading.BoundedSemaphore``
     the server sets) connections are served at once; one past them gets ``busy`` (an HTTP answer's bytes) in the
-    accepting thread, without waiting, and is closed, with no thread made for it."""
+    accepting thread, without waiting, and is closed, with no thread made for it.
+
+    A connection's turn is given back once: by its thread when it ends, or by the accepting thread when starting
+    that thread failed or was interrupted before the thread took the turn.  (Given back by both, a Ctrl-C landing in
+    ``Thread.start`` while the new thread ran became "Semaphore released too many times", a ValueError that
+    socketserver reports and serves on: the Ctrl-C was lost and the server never stopped.)"""
 
     connections = None  # type: Any
     busy = b""
+
+    def _turns(self) -> Any:
+        """{id of a request: True} for the turns taken and not handed to a thread yet, and its lock."""
+        turns = self.__dict__.get("_agenthub_turns")
+        if turns is None:
+            turns = self.__dict__.setdefault("_agenthub_turns", ({}, threading.Lock()))
+        return turns
+
+    def _take_turn(self, request: Any) -> bool:
+        """The turn of ``request``, taken by whoever asks first (its thread, or the accepting thread that made it)."""
+        taken, lock = self._turns()
+        with lock:
+            return taken.pop(id(request), False)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self.connections.acquire(False):  # full: refused here, in the accepting thread, without waiting
@@ -55,17 +74,23 @@ class ConnectionLimit(object):
                 pass
             self.shutdown_request(request)  # type: ignore[attr-defined]
             return
+        taken, lock = self._turns()
+        with lock:
+            taken[id(request)] = True
         try:
             socketserver.ThreadingMixIn.process_request(self, request, client_address)  # type: ignore[arg-type]
-        except BaseException:  # no thread started: the connection's turn is given back
-            self.connections.release()
+        except BaseException:  # no thread started, or it has not taken the turn yet: given back here
+            if self._take_turn(request):
+                self.connections.release()
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
+        mine = self._take_turn(request)
         try:
             socketserver.ThreadingMixIn.process_request_thread(self, request, client_address)  # type: ignore
         finally:
-            self.connections.release()
+            if mine:
+                self.connections.release()
 
 
 def busy_answer(body: bytes, content_type: str) -> bytes:
