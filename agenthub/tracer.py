@@ -230,7 +230,7 @@ def _previous(json_path: str, history: Sequence[Mapping[str, Any]]) -> Optional[
     if len(before) > len(history):
         return None
     try:
-        now = _json_loads(json.dumps(to_jsonable(list(history[:len(before)])), ensure_ascii=False))
+        now = json.loads(json.dumps(to_jsonable(list(history[:len(before)])), ensure_ascii=False))
     except (TypeError, ValueError):  # a value JSON cannot hold: no earlier state to keep (the write says why)
         return None
     if [_unstamped(m) for m in before] != [_unstamped(m) for m in now]:

@@ -79,7 +79,7 @@ def page(data: Dict[str, Any]) -> bytes:
     try:
         text = json.dumps(data, ensure_ascii=False, allow_nan=False)
     except ValueError:  # NaN or Infinity (a trace file written elsewhere): null, which a browser's JSON.parse reads
-        text = json.dumps(_json_loads(json.dumps(data), parse_constant=lambda name: None), ensure_ascii=False)
+        text = json.dumps(json.loads(json.dumps(data), parse_constant=lambda name: None), ensure_ascii=False)
     text = surrogates_escaped(text)
     text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")

@@ -16,7 +16,7 @@ from .._redact import named_secrets
 from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from .._jsondepth import FLOOR as _FLOOR, GUARDED as _GUARDED, check as _check_depth
-from ..sse import iter_event_data, iter_events, json_loads, scan_once
+from ..sse import iter_event_data, iter_events, scan_once
 from ..stream import Usage, now_ms, with_cache_write  # noqa: F401  (the dialects import them from here)
 from ..types import HttpRequest
 from ..validate import Snaps, Unseen, count_marks
@@ -113,7 +113,7 @@ def payloads(frames: Iterable[Any]) -> Iterator[Tuple[str, Any]]:
 def data_payloads(pairs: Iterable[Tuple[str, str]]) -> Iterator[Tuple[str, Any]]:
     """``payloads`` over ``(event name, data)`` tuples (``sse.iter_event_data``): what ``Protocol.read``
     hands a dialect's ``parse_payloads``, with no SSEEvent built per event."""
-    loads = json_loads
+    loads = json.loads  # (the rest of json_loads: its fast path is tried here, its depth measure too)
     scan = scan_once
     check = _check_depth if _GUARDED else None  # (Python < 3.11: see agenthub._jsondepth)
     floor = _FLOOR
@@ -122,7 +122,7 @@ def data_payloads(pairs: Iterable[Tuple[str, str]]) -> Iterator[Tuple[str, Any]]
             if check is not None and len(data) > floor:  # (a short event cannot nest that deep: no call)
                 check(data)
             # json_loads' own fast path, inlined (a call fewer per event): the C scanner over the whole
-            # text; anything else (whitespace around it, extra data, an error) goes to json_loads
+            # text; anything else (whitespace around it, extra data, an error) goes to json.loads
             try:
                 value, end = scan(data, 0)
             except StopIteration:
