@@ -494,10 +494,11 @@ def _url_type(url: str) -> str:
     """The type the extension of a URL's path names ("" when it names none), lower case, as the wires read it."""
     import mimetypes
 
-    path = url.split("#", 1)[0].split("?", 1)[0]
-    if path.lower().endswith(".pdf"):  # (providers._common.pdf_url: sent as a document)
+    from .media import pdf_url
+
+    if pdf_url(url):  # (sent as a document)
         return "application/pdf"
-    return (mimetypes.guess_type(path)[0] or "").lower()
+    return (mimetypes.guess_type(url.split("#", 1)[0].split("?", 1)[0])[0] or "").lower()
 
 
 #: the items that may hold audio: inline_data, and a data:audio/... URI in an image_url item or a tool result's images

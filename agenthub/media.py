@@ -205,3 +205,8 @@ def save_inline_data(item: Any, path: Any) -> str:
         handle.write(bytes(item["data"]))
     return path
 
+
+def pdf_url(url: str) -> bool:
+    """A URL (not a data URI) whose path ends in ``.pdf``: a document, sent as one where the wire takes a
+    document by URL (Anthropic, Responses' input_file, Gemini), refused where it takes none."""
+    return url.lower().split("#", 1)[0].split("?", 1)[0].endswith(".pdf")

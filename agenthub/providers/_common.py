@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from .._redact import named_secrets
 from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
+from ..media import pdf_url  # noqa: F401  (the dialects import it from here; a Budget's hold reads it too)
 from .._jsondepth import FLOOR as _FLOOR, GUARDED as _GUARDED, check as _check_depth
 from ..sse import iter_event_data, iter_events, scan_once
 from ..stream import Usage, now_ms, with_cache_write  # noqa: F401  (the dialects import them from here)
@@ -772,12 +773,6 @@ def something_to_send(client: str, turns: List[Any]) -> List[Any]:
         raise ConfigError("{}: the messages hold nothing this wire takes (every text in them is empty, or white "
                           "space alone on Claude's wires, which it leaves out): nothing was sent".format(client))
     return turns
-
-
-def pdf_url(url: str) -> bool:
-    """A URL (not a data URI) whose path ends in ``.pdf``: a document, sent as one where the wire takes a
-    document by URL (Anthropic, Responses' input_file, Gemini), refused where it takes none."""
-    return url.lower().split("#", 1)[0].split("?", 1)[0].endswith(".pdf")
 
 
 
