@@ -178,7 +178,7 @@ class Attempt(object):
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
                  "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised", "rejected",
-                 "tier", "account")
+                 "tier", "account", "_parts")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
@@ -220,6 +220,18 @@ class Attempt(object):
         self.rejected = False
         self.tier = None  # type: Optional[str]  # the catalog tier the route's endpoint bills at (Vertex AI regional)
         self.account = account  # a mark of the route's credentials (breaker.account_mark), never one
+        self._parts = None  # type: Optional[Tuple[int, int, int]]  # (input_parts: made once)
+
+    def input_parts(self) -> Tuple[int, int, int]:
+        """``estimate.estimate_parts`` of ``messages`` and ``config`` (the input estimate, its audio part, the audio
+        items of no known length), made once: a Budget's hold and a rate limiter's estimate both read it, so each
+        audio item's bytes are read once a request, not once a hook (a retry's attempt sends the same input)."""
+        parts = self._parts
+        if parts is None:
+            from .estimate import estimate_parts
+
+            parts = self._parts = estimate_parts(self.messages or (), self.config)
+        return parts
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""

@@ -24,7 +24,7 @@ import threading
 import uuid
 from typing import Any, Dict, List, Mapping, Optional, Set, Union
 
-from .attempts import AttemptHook
+from .attempts import Attempt, AttemptHook
 from .errors import AgentHubError, BudgetExceededError, ConfigError
 from .estimate import IMAGE_TOKENS, MEDIA_TOKENS, estimate_tokens  # the local estimate (written once there)
 from .stores import LEASE_SECONDS, check_key, open_store
@@ -358,7 +358,10 @@ class BudgetHook(AttemptHook):
         from .catalog import fast_tier, find_model
         from .estimate import estimate_parts, unknown_media
 
-        inputs, heard, unknown = estimate_parts(attempt.messages or (), config)  # (each audio item read once)
+        # (each audio item read once: the attempt's estimate, which a rate limiter's hook reads too)
+        parts = attempt.input_parts() if isinstance(attempt, Attempt) else estimate_parts(attempt.messages or (),
+                                                                                              config)
+        inputs, heard, unknown = parts
         heard = min(heard, inputs)
         if unknown or unknown_media(attempt.messages or ()):
             # audio whose bytes do not say how long it lasts (a format whose headers agenthub does not read, or

@@ -630,10 +630,13 @@ def estimate_parts(messages: Iterable[Mapping[str, Any]],
 def estimate_with_output(messages: Iterable[Mapping[str, Any]], config: Optional[Mapping[str, Any]] = None) -> int:
     """``estimate_tokens`` plus the output limit ``config["max_tokens"]`` (when set): the tokens a request may
     take from a tokens-per-minute allowance."""
-    config = config or {}
-    max_tokens = config.get("max_tokens")
-    out = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0 else 0
-    return estimate_tokens(messages, config) + out
+    return estimate_tokens(messages, config) + output_bound(config)
+
+
+def output_bound(config: Optional[Mapping[str, Any]]) -> int:
+    """``config["max_tokens"]`` when it is set (a positive int), else 0: what ``estimate_with_output`` adds."""
+    max_tokens = (config or {}).get("max_tokens")
+    return max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0 else 0
 
 
 def audio_tokens(messages: Iterable[Mapping[str, Any]]) -> int:

@@ -43,9 +43,9 @@ import time
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from .answers import retry_after as _retry_after
-from .attempts import AttemptHook
+from .attempts import Attempt, AttemptHook
 from .errors import ConfigError
-from .estimate import estimate_with_output
+from .estimate import estimate_with_output, output_bound
 from .stores import check_key, open_store
 from .stream import usage_count
 from ._forks import renew_lock_after_fork
@@ -99,6 +99,14 @@ estimate_tokens = estimate_with_output
 
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|ns|h|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def _attempt_tokens(attempt: Any) -> int:
+    """``estimate_tokens`` of a stream attempt: its input (``Attempt.input_parts``, made once: a Budget's hold reads
+    it too, and a retry sends the same input) plus ``max_tokens``."""
+    if isinstance(attempt, Attempt):
+        return attempt.input_parts()[0] + output_bound(attempt.config)
+    return estimate_tokens(attempt.messages or (), attempt.config)
 
 
 def parse_duration(text: Any) -> Optional[float]:
@@ -545,7 +553,7 @@ class LimiterHook(AttemptHook):
             resuming = getattr(attempt, "resuming", None)  # the GET resuming a background stream: no new tokens
             tokens = 0
             if attempt.kind == "stream" and not resuming:
-                tokens = estimate_tokens(attempt.messages or (), attempt.config)
+                tokens = _attempt_tokens(attempt)
             ticket, wait = self.limiter.reserve(tokens, key)
             if not resuming:  # (the answer's usage settles the ticket of the POST that started it)
                 with self._lock:

@@ -18,7 +18,7 @@ from server_support import Route, Upstream
 
 from agenthub import AutoLLMClient, Budget, BudgetExceededError, ResponseCache, cost
 from agenthub.catalog import find_model
-from agenthub.errors import ConfigError
+from agenthub.errors import ConfigError, UpstreamError
 from agenthub.estimate import MEDIA_TOKENS, audio_seconds, audio_tokens, estimate_tokens, unknown_audio, wav_seconds
 from agenthub.providers import gemini, gemini_interactions, openai_chat
 from agenthub.stores import MemoryStore
@@ -398,6 +398,47 @@ def test_a_budget_hold_reads_each_audio_item_once(monkeypatch):
     assert reads == [len(mp3), len(webm)]  # (was each three times)
     assert refused.needed_usd == pytest.approx((TEXT_ESTIMATE * 0.3 + (window - TEXT_ESTIMATE) * 1 + 100 * 2.5)
                                                     / 1e6, rel=1e-12)
+
+
+def test_a_budget_and_a_rate_limiter_read_each_audio_item_once_a_request(monkeypatch):
+    """A client with a Budget and a RateLimiter: the hold and the limiter's estimate both need the request's input
+    estimate, which reads each audio item's bytes; it is made once a request (``Attempt.input_parts``), not once a
+    hook, and a retry of the same request reads nothing again.  Both still see the same numbers."""
+    import agenthub.estimate as estimate
+    from agenthub import RateLimiter
+    from agenthub.estimate import estimate_with_output
+
+    reads = []
+    real = estimate.audio_seconds
+    monkeypatch.setattr(estimate, "audio_seconds", lambda data, mime_type=None: reads.append(len(data)) or real(data, mime_type))
+    mp3 = _mp3(600 * 44100 // 1152 + 1)
+    messages = [{"role": "user", "content_items": [
+        {"type": "text", "text": "Transcribe this"}, {"type": "inline_data", "data": mp3, "mime_type": "audio/mpeg"}]}]
+    expected = estimate_with_output(messages, {"max_tokens": 100})
+    del reads[:]
+    body = _gemini_stream({"promptTokenCount": 19210, "candidatesTokenCount": 20, "totalTokenCount": 19230})
+    with Upstream() as up:
+        up.routes["up"] = Route(body)
+        limiter = RateLimiter(tpm=10 ** 9)
+        booked = []
+        real_reserve = limiter.reserve
+        monkeypatch.setattr(limiter, "reserve", lambda tokens, key=None: booked.append(tokens) or real_reserve(tokens, key))
+        budget = Budget(10.0)
+        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=up.url + "/up",
+                               api_key="sk-test-0123456789", max_retries=1, budget=budget, limiter=limiter)
+        assert client.response(messages, {"max_tokens": 100})["content_items"][0]["text"] == "Hello there"
+        assert reads == [len(mp3)]  # (was twice: once for the hold, once for the limiter)
+        assert booked == [expected]
+        assert len(up.requests) == 1
+        del reads[:], booked[:]
+        up.routes["up"] = Route(b"overloaded", status=503)  # a retry: the same input, read once for both attempts
+        status = None
+        try:
+            client.response(messages, {"max_tokens": 100})
+        except UpstreamError as exc:  # (not kept: its traceback holds the client and its pooled connection)
+            status = exc.status_code
+        assert status == 503
+        assert len(up.requests) == 3 and reads == [len(mp3)] and booked == [expected, expected]
 
 
 def _ebml(ident, body, size_length=None):
