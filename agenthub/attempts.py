@@ -171,7 +171,9 @@ class Attempt(object):
     ``answer`` (on_call_start: events that answer the call instead of sending it), ``rejected`` (on the call:
     set True by the caller that read the answer and found it unusable, typed output's answer that did not
     validate or a refusal; a response cache neither keeps such an answer nor a replayed one it held).
-    ``wait(seconds)`` sleeps in a way ``abort()`` and the deadline cut short (False when they did).
+    ``wait(seconds)`` sleeps in a way ``abort()`` and the deadline cut short (False when they did);
+    ``input_parts()`` is the local estimate of the request's input (``agenthub.estimate.estimate_parts`` of
+    ``messages`` and ``config``), made once for the call's attempts and shared by the hooks that read it.
     """
 
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
