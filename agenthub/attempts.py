@@ -173,7 +173,7 @@ class Attempt(object):
     validate or a refusal; a response cache neither keeps such an answer nor a replayed one it held).
     ``wait(seconds)`` sleeps in a way ``abort()`` and the deadline cut short (False when they did);
     ``input_parts()`` is the local estimate of the request's input (``agenthub.estimate.estimate_parts`` of
-    ``messages`` and ``config``), made once for the call's attempts and shared by the hooks that read it.
+    ``messages`` and ``config``), made once (a route's retries are one Attempt) and shared by the hooks that read it.
     """
 
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
