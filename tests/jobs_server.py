@@ -56,8 +56,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        self.end_headers()
-        try:
+        try:  # (the head too: a client that has gone, an aborted row, breaks the pipe at its write)
+            self.end_headers()
             self.wfile.write(body)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
