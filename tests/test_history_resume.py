@@ -5,6 +5,7 @@ changed between the calls."""
 import copy
 import gc
 import json
+import types
 
 import pytest
 
@@ -263,7 +264,10 @@ def test_what_is_kept_is_the_last_call_only():
     todo = [client._checked]
     while todo:
         obj = todo.pop()
-        if id(obj) in kept or isinstance(obj, (str, int, float, type(None))):
+        # (never into a module or a class: CPython 3.12.0-3.12.5 and 3.13.0 corrupt _asyncio's free list when its
+        # module's referents are asked for (gh-122695), and the next collection loops for ever; nor are messages
+        # kept there)
+        if id(obj) in kept or isinstance(obj, (str, int, float, type(None), type, types.ModuleType)):
             continue
         kept.add(id(obj))
         todo.extend(gc.get_referents(obj))
