@@ -1369,11 +1369,32 @@ def to_json(value: Any) -> Any:
 
 
 def type_hints(obj: Any) -> Dict[str, Any]:
-    """``typing.get_type_hints`` with ``Annotated`` kept (3.9+); an unresolvable hint is a ConfigError."""
+    """``typing.get_type_hints`` with ``Annotated`` kept (3.9+); an unresolvable hint is a ConfigError.  A function's
+    hints are the same on every Python: up to 3.10 ``get_type_hints`` made the hint of a parameter whose default is
+    None Optional (``x: int = None``; 3.11 no longer does), which wrapped an ``Annotated[Optional[str], ...]`` in a
+    second union (the tools make such a parameter take null themselves, ``Tool._parameter``)."""
     try:
+        read = _WithoutDefaults(obj) if _IMPLICIT_OPTIONAL and getattr(obj, "__code__", None) is not None else obj
         if sys.version_info >= (3, 9):
-            return typing.get_type_hints(obj, include_extras=True)
-        return typing.get_type_hints(obj)  # pragma: no cover - 3.8
+            return typing.get_type_hints(read, include_extras=True)
+        return typing.get_type_hints(read)  # pragma: no cover - 3.8
     except Exception as exc:  # a forward reference that does not resolve, say
         raise ConfigError("the type hints of {} cannot be read ({}: {})".format(
             _name(obj), type(exc).__name__, exc)) from None
+
+
+#: typing.get_type_hints makes a None default's hint Optional (Python 3.10 and before)
+_IMPLICIT_OPTIONAL = sys.version_info < (3, 11)
+
+
+class _WithoutDefaults(object):
+    """What ``typing.get_type_hints`` reads of a function, without its defaults (which it reads from ``__code__``,
+    ``__defaults__`` and ``__kwdefaults__``: this has none): its annotations, and the globals its names resolve in
+    (the innermost ``__wrapped__`` function's, as get_type_hints takes them)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.__annotations__ = getattr(fn, "__annotations__", None)
+        inner = fn
+        while hasattr(inner, "__wrapped__"):
+            inner = inner.__wrapped__
+        self.__globals__ = getattr(inner, "__globals__", {})

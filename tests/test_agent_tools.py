@@ -469,6 +469,30 @@ def test_a_none_default_accepts_null_on_every_python():
     assert str(info.value) == "limit must be an integer, got a string"
 
 
+def test_an_annotated_optional_with_a_none_default_is_one_union_on_every_python():
+    """``x: Annotated[Optional[str], "..."] = None``: up to Python 3.10 typing.get_type_hints wrapped the hint in a
+    second Optional (a None default made it Optional, and a union does not look inside Annotated), so the schema
+    was a union of a union there and one union from 3.11; now it is one union on every Python."""
+    typing = pytest.importorskip("typing")
+    if not hasattr(typing, "Annotated"):
+        pytest.skip("typing.Annotated is 3.9+")
+    Annotated = typing.Annotated
+
+    @tool
+    def note(text: Annotated[Optional[str], "A note for the shop."] = None,
+             count: Annotated[int, "How many."] = None, *, tag: Annotated[Optional[str], "A tag."] = None) -> str:
+        """Note."""
+        return "{} {} {}".format(text, count, tag)
+
+    assert note.schema["parameters"] == {"type": "object", "properties": {
+        "text": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "A note for the shop.",
+                 "default": None},
+        "count": {"anyOf": [{"type": "integer", "description": "How many."}, {"type": "null"}], "default": None},
+        "tag": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "A tag.", "default": None}}}
+    assert note.run({"text": None, "count": None, "tag": "x"}) == "None None x"
+    assert note.run({"text": "a", "count": 2}) == "a 2 None"
+
+
 def test_an_async_function_is_a_config_error_naming_it():
     """A tool runs in a thread and its return value is the result: an ``async def`` would give the model a
     coroutine's repr and never run (and warn that it was never awaited)."""
