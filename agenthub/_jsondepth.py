@@ -63,14 +63,17 @@ def check(text: Any, start: int = 0, probe: Any = None) -> None:
     if not GUARDED or len(text) - start <= FLOOR:
         return
     if isinstance(text, (bytes, bytearray)):  # (read whole: start is 0)
-        opens = text.count(b"[", start) + text.count(b"{", start)
-        if opens <= FLOOR:
+        if text.count(b"[", start) + text.count(b"{", start) <= FLOOR:
             return
-        text = bytes(text).decode("utf-8", "replace")
-    else:
-        opens = text.count("[", start) + text.count("{", start)
-        if opens <= FLOOR:
-            return
+        try:  # (as json.loads reads bytes: UTF-8, -16 or -32 by the first four, a byte order mark dropped)
+            text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
+        except UnicodeDecodeError:
+            return  # (json.loads raises it before it reads a value)
+    if text.startswith("\ufeff", start):
+        return  # (a byte order mark in a str: every decoder stops at it, json.loads in its own words)
+    opens = text.count("[", start) + text.count("{", start)
+    if opens <= FLOOR:
+        return
     room = sys.getrecursionlimit() - _stack_depth() - MARGIN
     if opens <= room:
         return

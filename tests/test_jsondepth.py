@@ -144,3 +144,26 @@ def test_a_broken_answer_with_many_brackets_costs_no_measure(monkeypatch):
     assert str(caught.value) == "Expecting value: line 1 column 8 (char 7)"
     _jsondepth.check("[1, 2] " + "[" * 5000)  # (a value that ends first: all the decoder reads)
 
+
+
+@pytest.mark.skipif(not _jsondepth.GUARDED, reason="a no-op on 3.11 and later")
+def test_bytes_are_read_in_the_encoding_json_loads_reads_them_in():
+    """json.loads takes bytes in UTF-8 (a byte order mark too), UTF-16 or UTF-32; the measure read them as UTF-8
+    (each bracket of UTF-16 followed by a NUL: 'Expecting value'), refusing a flat list of 1,000 objects."""
+    text = '[{"a": "\u00e9"}' + ', {"a": "\u00e9"}' * 999 + "]"
+    value = [{"a": "\u00e9"}] * 1000
+    for raw in (text.encode("utf-16"), text.encode("utf-16-le"), text.encode("utf-16-be"), text.encode("utf-32"),
+                text.encode("utf-32-le"), b"\xef\xbb\xbf" + text.encode("utf-8"), bytearray(text.encode("utf-8"))):
+        assert _jsondepth.loads(raw) == value
+    deep = "[" * 5000 + "]" * 5000
+    for raw in (deep.encode("utf-16"), deep.encode("utf-32-be"), b"\xef\xbb\xbf" + deep.encode("utf-8")):
+        with pytest.raises(RecursionError, match="^maximum recursion depth exceeded while decoding a JSON array"):
+            _jsondepth.check(raw)
+    # bytes that are no UTF-8: json.loads' own UnicodeDecodeError, as without the measure
+    with pytest.raises(UnicodeDecodeError):
+        _jsondepth.loads(b"[" + b'"\xff", ' * 2000 + b"1]")
+    # a str beginning with a byte order mark: json.loads' own words
+    with pytest.raises(ValueError) as caught:
+        _jsondepth.loads("\ufeff" + text)
+    assert str(caught.value) == "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"
+
