@@ -43,7 +43,9 @@ _NOT_QUOTE_OR_BRACKET = bytes(byte for byte in range(256) if byte not in b'"[]{}
 _STEP = [0] * 256
 _STEP[ord("[")] = _STEP[ord("{")] = 1
 _STEP[ord("]")] = _STEP[ord("}")] = -1
-_BRACKET_OR_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+#: (a string left open, or a quote after a stray backslash, is matched to the text's end, never tried again from
+#: each quote within: a text past the decoder's error, which the read of the cut then raises, costs one pass)
+_BRACKET_OR_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
 _SPACE = re.compile(r"[ \t\n\r]*")
 _OPENING = re.compile(r"[\[{]")
 #: json.loads' own reading of one value at an offset (what a probe of a text's beginning runs by default)

@@ -167,3 +167,16 @@ def test_bytes_are_read_in_the_encoding_json_loads_reads_them_in():
         _jsondepth.loads("\ufeff" + text)
     assert str(caught.value) == "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"
 
+
+@pytest.mark.skipif(not _jsondepth.GUARDED, reason="a no-op on 3.11 and later")
+def test_a_string_left_open_is_one_token_of_the_cut_finding_pass():
+    """The pass that finds where a text goes past the room met each quote of a string left open (or opened by a
+    stray backslash's quote) with a match tried to the text's end and failed: quadratic, 51 KB of '\\"' after a
+    broken text took 10 s on 3.8 where json.loads refuses it at once.  Each quote now begins one token."""
+    tail = ',\\"' * 1000 + "[" * 2000
+    assert _jsondepth._BRACKET_OR_STRING.match('"' + tail).end() == 1 + len(tail)
+    assert _jsondepth._BRACKET_OR_STRING.match('"a\\\n[[').end() == 6  # (a backslash before a line break too)
+    broken = '["' + "[" * 1000 + '"' + tail  # (the room-th bracket inside the string: the beginning runs out)
+    with pytest.raises(ValueError) as caught:
+        _jsondepth.loads(broken)
+    assert str(caught.value) == "Expecting value: line 1 column 1005 (char 1004)"  # (json.loads' own: the backslash)
