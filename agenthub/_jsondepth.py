@@ -62,8 +62,8 @@ def check(text: Any, start: int = 0, probe: Any = None) -> None:
     that ends there is all the decoder reads.  Otherwise its depth is measured, and a text that goes past the room
     is read once more up to that bracket: an error before it, or a value that ends before it, is again the
     decoder's; else the decoder's RecursionError is raised, in its words."""
-    if not GUARDED or len(text) - start <= FLOOR:
-        return
+    if not GUARDED or not isinstance(text, (str, bytes, bytearray)) or len(text) - start <= FLOOR:
+        return  # (not a text: the decoder's own TypeError)
     if isinstance(text, (bytes, bytearray)):  # (read whole: start is 0)
         if text.count(b"[", start) + text.count(b"{", start) <= FLOOR:
             return

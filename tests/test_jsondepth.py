@@ -180,3 +180,10 @@ def test_a_string_left_open_is_one_token_of_the_cut_finding_pass():
     with pytest.raises(ValueError) as caught:
         _jsondepth.loads(broken)
     assert str(caught.value) == "Expecting value: line 1 column 1005 (char 1004)"  # (json.loads' own: the backslash)
+
+
+@pytest.mark.parametrize("value", [None, 5, [1] * 200, {"a": 1}, ("[",) * 200])
+def test_what_is_no_text_gets_the_decoders_own_type_error(value):
+    with pytest.raises(TypeError) as caught:
+        _jsondepth.loads(value)
+    assert str(caught.value) == "the JSON object must be str, bytes or bytearray, not {}".format(type(value).__name__)
