@@ -133,7 +133,7 @@ def test_the_same_answers_on_every_python():
 def test_a_broken_answer_with_many_brackets_costs_no_measure(monkeypatch):
     """An answer broken before it is deep (find_json's tries, 64 of them on a large one) is refused by the read of
     its beginning alone: its depth is never measured (each measure a pass over the whole text)."""
-    def measured(text):
+    def measured(text, past):
         raise AssertionError("measured")
 
     monkeypatch.setattr(_jsondepth, "_deepest", measured)
@@ -187,3 +187,30 @@ def test_what_is_no_text_gets_the_decoders_own_type_error(value):
     with pytest.raises(TypeError) as caught:
         _jsondepth.loads(value)
     assert str(caught.value) == "the JSON object must be str, bytes or bytearray, not {}".format(type(value).__name__)
+
+
+@pytest.mark.skipif(not _jsondepth.GUARDED, reason="a no-op on 3.11 and later")
+def test_a_text_deep_from_its_start_is_summed_until_it_goes_past_the_room(monkeypatch):
+    """find_json tries up to 64 places of an answer; each try past the room summed every bracket from there to the
+    end (a model stuck writing '[' to its output limit: a megabyte of them took 4 s on 3.8, where the decoder
+    takes 0.09 s).  Each try now sums one part of ``_PART`` brackets and stops: it went past already."""
+    from itertools import accumulate
+
+    summed = [0]
+
+    def counted(steps, **options):
+        for value in accumulate(steps, **options):
+            summed[0] += 1
+            yield value
+
+    monkeypatch.setattr(_jsondepth, "accumulate", counted)
+    assert find_json("[" * 200000) == (None, "the answer's JSON is nested too deeply to read")
+    assert 0 < summed[0] <= 65 * (_jsondepth._PART + 1)  # (the whole answer, then 64 tries: one part each)
+    # a string whose brackets run past a part's end: the next part begins inside it
+    crossing = '["' + "[" * _jsondepth._PART + '", '
+    with pytest.raises(RecursionError):
+        _jsondepth.check(crossing + "[" * 5000)
+    assert _jsondepth.loads(crossing + "[1], " * 3000 + "1]") == ["[" * _jsondepth._PART] + [[1]] * 3000 + [1]
+    # a part wholly inside a string counts none of its brackets, a stray closing bracket counts as before
+    assert _jsondepth._deepest('["' + "[" * (3 * _jsondepth._PART) + '", [[1]]]', 10 ** 6) == 3
+    assert _jsondepth._deepest("]" + "[" * 10, 10 ** 6) == 9
