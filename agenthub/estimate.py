@@ -7,13 +7,14 @@ UTF-8 bytes / 3, rounded up, above what BPE tokenizers give for English (about 4
 and near one token a character for CJK text (3 bytes each).  Each image ``IMAGE_TOKENS``; audio sent as bytes
 ``AUDIO_TOKENS_PER_SECOND`` for each second its headers say it lasts (``audio_seconds``: WAV, MP3, ADTS AAC, FLAC,
 Ogg, MP4 / M4A, WebM / Matroska; raw PCM by the rate its type names), at least ``MEDIA_TOKENS``, and so is
-audio in a ``data:audio/...`` URI; audio whose length its bytes do not say (audio by URL too), each video item,
-and each other media item sent by URL, ``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such
-audio: ``unknown_audio``, and for a video sent as bytes or a video, a PDF or a YouTube link sent by URL:
-``unknown_media``; an image URL holds ``IMAGE_TOKENS``); a document sent as bytes (a PDF, a text or
-office file) its size over ``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as
-text and as images: a fixed figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per
-message, ``TOOL_TOKENS`` per tool.  Meant to err high; it is not a bound.
+audio in a ``data:audio/...`` URI; audio whose length its bytes do not say (audio by URL too, and a Gemini
+Files API URI: the upload may be audio), each video item, and each other media item sent by URL,
+``MEDIA_TOKENS`` (a Budget holds the model's whole input limit for such audio: ``unknown_audio``, and for a video
+sent as bytes or a video, a PDF or a YouTube link sent by URL: ``unknown_media``; an image URL holds
+``IMAGE_TOKENS``); a document sent as bytes (a PDF, a text or office file) its size over
+``DOCUMENT_BYTES_PER_TOKEN``, at least ``MEDIA_TOKENS`` (a PDF's pages are read as text and as images: a fixed
+figure was 36 times too low for a long one).  ``MESSAGE_TOKENS`` per message, ``TOOL_TOKENS`` per tool.  Meant to
+err high; it is not a bound.
 """
 
 import json
@@ -490,6 +491,23 @@ def _unbounded_uri(url: Any) -> bool:
     return host in _VIDEO_HOSTS
 
 
+#: the Gemini API's host: its Files API names an upload ``https://generativelanguage.googleapis.com/v1beta/files/ID``
+_FILES_HOST = "generativelanguage.googleapis.com"
+
+
+def _uploaded(url: str) -> bool:
+    """A Gemini Files API URI (no extension): sent as ``fileData`` that the API reads as the uploaded file's own
+    type, of any length (the Files API is how a video or audio past the 20 MB inline limit is sent)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        host = (parts.hostname or "").rstrip(".")
+    except ValueError:  # (a malformed URL: the wire refuses it)
+        return False
+    return host == _FILES_HOST and "/files/" in parts.path
+
+
 def _url_type(url: str) -> str:
     """The type the extension of a URL's path names ("" when it names none), lower case, as the wires read it."""
     import mimetypes
@@ -522,15 +540,18 @@ def _audio_of(item: Mapping[str, Any]) -> Optional[List[Tuple[Any, Any]]]:
 
 def _uri_audio(url: Any) -> Optional[Tuple[bytes, str]]:
     """(the bytes, the type) of a ``data:`` URI of an ``audio/`` type (b"" when its payload does not decode: a
-    length not known), of a URL whose path's extension names an audio type (b"": its bytes are not here); None for
-    any other URL."""
+    length not known), of a URL whose path's extension names an audio type (b"": its bytes are not here), of a
+    Gemini Files API URI (b"", no type: the upload may be audio of any length, whose price is the dearest input's);
+    None for any other URL."""
     if not isinstance(url, str):
         return None
     if not url[:11].lower().startswith("data:audio/"):
         if url[:5].lower() == "data:":
             return None
         kind = _url_type(url)
-        return (b"", kind) if kind.startswith("audio/") else None
+        if kind.startswith("audio/"):
+            return b"", kind
+        return (b"", "") if not kind and _uploaded(url) else None
     head, comma, payload = url.partition(",")
     params = head[5:].split(";")
     mime_type = ";".join(param for param in params if param.strip().lower() != "base64")

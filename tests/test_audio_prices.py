@@ -615,6 +615,9 @@ def test_a_video_sent_as_bytes_holds_the_models_whole_input():
     ("https://www.youtube.com/watch?v=dQw4w9WgXcQ", "input"),  # a YouTube link: Gemini reads the video
     ("https://youtu.be/dQw4w9WgXcQ", "input"),
     ("https://example.com/call.mp3", "audio"),  # audio of a length nothing here says: at the audio price
+    # a Gemini Files API upload: fileData the API reads as the upload's own type (a video, audio past the inline
+    # limit), of any length: held as audio of a length nothing here says, the dearest input
+    ("https://generativelanguage.googleapis.com/v1beta/files/abc-123", "audio"),
     ("https://example.com/photo.png", None),  # an image: IMAGE_TOKENS bounds it
     ("https://example.com/image?id=3", None),  # (no extension: sent as an image, Gemini's fileData included)
 ])

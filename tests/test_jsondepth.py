@@ -133,7 +133,7 @@ def test_the_same_answers_on_every_python():
 def test_a_broken_answer_with_many_brackets_costs_no_measure(monkeypatch):
     """An answer broken before it is deep (find_json's tries, 64 of them on a large one) is refused by the read of
     its beginning alone: its depth is never measured (each measure a pass over the whole text)."""
-    def measured(text):
+    def measured(text, past):
         raise AssertionError("measured")
 
     monkeypatch.setattr(_jsondepth, "_deepest", measured)
@@ -144,3 +144,73 @@ def test_a_broken_answer_with_many_brackets_costs_no_measure(monkeypatch):
     assert str(caught.value) == "Expecting value: line 1 column 8 (char 7)"
     _jsondepth.check("[1, 2] " + "[" * 5000)  # (a value that ends first: all the decoder reads)
 
+
+
+@pytest.mark.skipif(not _jsondepth.GUARDED, reason="a no-op on 3.11 and later")
+def test_bytes_are_read_in_the_encoding_json_loads_reads_them_in():
+    """json.loads takes bytes in UTF-8 (a byte order mark too), UTF-16 or UTF-32; the measure read them as UTF-8
+    (each bracket of UTF-16 followed by a NUL: 'Expecting value'), refusing a flat list of 1,000 objects."""
+    text = '[{"a": "\u00e9"}' + ', {"a": "\u00e9"}' * 999 + "]"
+    value = [{"a": "\u00e9"}] * 1000
+    for raw in (text.encode("utf-16"), text.encode("utf-16-le"), text.encode("utf-16-be"), text.encode("utf-32"),
+                text.encode("utf-32-le"), b"\xef\xbb\xbf" + text.encode("utf-8"), bytearray(text.encode("utf-8"))):
+        assert _jsondepth.loads(raw) == value
+    deep = "[" * 5000 + "]" * 5000
+    for raw in (deep.encode("utf-16"), deep.encode("utf-32-be"), b"\xef\xbb\xbf" + deep.encode("utf-8")):
+        with pytest.raises(RecursionError, match="^maximum recursion depth exceeded while decoding a JSON array"):
+            _jsondepth.check(raw)
+    # bytes that are no UTF-8: json.loads' own UnicodeDecodeError, as without the measure
+    with pytest.raises(UnicodeDecodeError):
+        _jsondepth.loads(b"[" + b'"\xff", ' * 2000 + b"1]")
+    # a str beginning with a byte order mark: json.loads' own words
+    with pytest.raises(ValueError) as caught:
+        _jsondepth.loads("\ufeff" + text)
+    assert str(caught.value) == "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"
+
+
+@pytest.mark.skipif(not _jsondepth.GUARDED, reason="a no-op on 3.11 and later")
+def test_a_string_left_open_is_one_token_of_the_cut_finding_pass():
+    """The pass that finds where a text goes past the room met each quote of a string left open (or opened by a
+    stray backslash's quote) with a match tried to the text's end and failed: quadratic, 51 KB of '\\"' after a
+    broken text took 10 s on 3.8 where json.loads refuses it at once.  Each quote now begins one token."""
+    tail = ',\\"' * 1000 + "[" * 2000
+    assert _jsondepth._BRACKET_OR_STRING.match('"' + tail).end() == 1 + len(tail)
+    assert _jsondepth._BRACKET_OR_STRING.match('"a\\\n[[').end() == 6  # (a backslash before a line break too)
+    broken = '["' + "[" * 1000 + '"' + tail  # (the room-th bracket inside the string: the beginning runs out)
+    with pytest.raises(ValueError) as caught:
+        _jsondepth.loads(broken)
+    assert str(caught.value) == "Expecting value: line 1 column 1005 (char 1004)"  # (json.loads' own: the backslash)
+
+
+@pytest.mark.parametrize("value", [None, 5, [1] * 200, {"a": 1}, ("[",) * 200])
+def test_what_is_no_text_gets_the_decoders_own_type_error(value):
+    with pytest.raises(TypeError) as caught:
+        _jsondepth.loads(value)
+    assert str(caught.value) == "the JSON object must be str, bytes or bytearray, not {}".format(type(value).__name__)
+
+
+@pytest.mark.skipif(not _jsondepth.GUARDED, reason="a no-op on 3.11 and later")
+def test_a_text_deep_from_its_start_is_summed_until_it_goes_past_the_room(monkeypatch):
+    """find_json tries up to 64 places of an answer; each try past the room summed every bracket from there to the
+    end (a model stuck writing '[' to its output limit: a megabyte of them took 4 s on 3.8, where the decoder
+    takes 0.09 s).  Each try now sums one part of ``_PART`` brackets and stops: it went past already."""
+    from itertools import accumulate
+
+    summed = [0]
+
+    def counted(steps, **options):
+        for value in accumulate(steps, **options):
+            summed[0] += 1
+            yield value
+
+    monkeypatch.setattr(_jsondepth, "accumulate", counted)
+    assert find_json("[" * 200000) == (None, "the answer's JSON is nested too deeply to read")
+    assert 0 < summed[0] <= 65 * (_jsondepth._PART + 1)  # (the whole answer, then 64 tries: one part each)
+    # a string whose brackets run past a part's end: the next part begins inside it
+    crossing = '["' + "[" * _jsondepth._PART + '", '
+    with pytest.raises(RecursionError):
+        _jsondepth.check(crossing + "[" * 5000)
+    assert _jsondepth.loads(crossing + "[1], " * 3000 + "1]") == ["[" * _jsondepth._PART] + [[1]] * 3000 + [1]
+    # a part wholly inside a string counts none of its brackets, a stray closing bracket counts as before
+    assert _jsondepth._deepest('["' + "[" * (3 * _jsondepth._PART) + '", [[1]]]', 10 ** 6) == 3
+    assert _jsondepth._deepest("]" + "[" * 10, 10 ** 6) == 9
