@@ -1,8 +1,9 @@
 """JSON text nested near the interpreter's recursion limit, refused before the C decoder reads it (Python < 3.11).
 
 ``json.loads`` counts each nested array or object against the recursion limit and raises RecursionError past it,
-which agenthub reads as "nested too deeply" wherever a peer's or a file's JSON is decoded.  On Python 3.8 to 3.10
-that RecursionError leaves the thread "overflowed" until its stack is back 50 frames under the limit; any Python code
+which agenthub reads as "nested too deeply" wherever a peer's or a file's JSON is decoded.  On Python 3.8 and 3.9
+that RecursionError leaves the thread "overflowed" until its stack is back 50 frames under the limit (on 3.10, while
+the error is being made: a collection its allocation starts is run in that state); any Python code
 that runs deep down meanwhile (a garbage collection started by the decoder's allocations runs finalizers and
 ``gc.callbacks`` at that depth; one of them reaching the limit flags the thread too) lets the decoder go on down,
 and 50 frames past the limit the interpreter aborts: "Fatal Python error: Cannot recover from stack overflow", the

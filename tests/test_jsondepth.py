@@ -83,9 +83,11 @@ def test_deep_json_read_while_a_collection_runs_finalizers_deep_down_never_abort
         '"json_loads": ["RecursionError"], "read_arguments": ["RecursionError"]}')
 
 
-@pytest.mark.skipif(not _jsondepth.GUARDED, reason="3.11 and later keep no overflowed state: nothing to guard")
+@pytest.mark.skipif(sys.version_info >= (3, 9), reason="this child aborts on 3.8; on 3.9 it exits 0 (the state is "
+                    "there, this script does not reach it), 3.10 keeps the state only while the error is being made, "
+                    "3.11 and later none")
 def test_without_the_measure_the_same_child_dies_of_sigabrt():
-    """The test above can fail: with the measure switched off, this Python aborts in the same child."""
+    """The test above can fail: with the measure switched off, Python 3.8 aborts in the same child."""
     done = _child("unguarded")
     assert done.returncode == -6, (done.returncode, done.stdout, done.stderr[-500:])
     assert "Fatal Python error: Cannot recover from stack overflow" in done.stderr
