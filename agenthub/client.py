@@ -196,6 +196,14 @@ def _check_priced(fallbacks: Sequence["AutoLLMClient"]) -> None:
                     entry.model[:80], entry.client_type))
 
 
+def _last_answer(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The index of the last assistant message of ``messages`` (-1: none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "assistant":
+            return index
+    return -1
+
+
 # -- the client -----------------------------------------------------------------------------------
 
 
@@ -550,6 +558,12 @@ class AutoLLMClient(object):
             # the history's reasoning goes as text in content
             endpoint = Endpoint(endpoint.client_type, endpoint.base_url, endpoint.api_key, endpoint.headers,
                                 dict(endpoint.quirks, reasoning_as_text=True), endpoint.model)
+        chain = True
+        if stateful and record.chains_turns and prior is not None:
+            # the turns chain server-side on the last answer only when every message before it is what this
+            # client's previous stateful call sent, unchanged: a history given by set_history (another client's,
+            # or edited) or changed in place goes whole, as it now is, and the calls after it chain
+            chain = _last_answer(messages) <= prior.same
         if prior is not None and getattr(build, "takes_prior", False):
             messages = for_dialect_resumed(messages, self._dialect, foreign_thinking, prior)  # type: ignore[assignment]
         else:
@@ -558,8 +572,8 @@ class AutoLLMClient(object):
         try:
             if stateful and record.chains_turns:
                 if prior is not None:
-                    return build(endpoint, self.model, messages, config, stateful=True, prior=prior)
-                return build(endpoint, self.model, messages, config, stateful=True)
+                    return build(endpoint, self.model, messages, config, stateful=True, prior=prior, chain=chain)
+                return build(endpoint, self.model, messages, config, stateful=True, chain=chain)
             if prior is not None:
                 return build(endpoint, self.model, messages, config, prior=prior)
             return build(endpoint, self.model, messages, config)
