@@ -534,21 +534,28 @@ class AutoLLMClient(object):
             foreign_thinking = config.pop("foreign_thinking")
         else:
             foreign_thinking = "drop"
+        chain = True
+        if stateful and record.chains_turns and prior is not None:
+            # the turns chain server-side on the last answer only when every message before it is what this
+            # client's previous stateful call sent, unchanged: a history given by set_history (another client's,
+            # or edited) or changed in place goes whole, as it now is, and the calls after it chain
+            chain = _last_answer(messages) <= prior.same
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
         if rule is not None and rule.results_next:
             joined = results_next_to_calls(messages)
             if joined is not messages:  # (a text before a call's results, or results one message each: one message)
                 try:
-                    return self._converted(joined, config, stateful, None, foreign_thinking)  # type: ignore[arg-type]
+                    return self._converted(joined, config, stateful, None, foreign_thinking, chain)  # type: ignore[arg-type]
                 except AgentHubError:
                     # the error names the caller's positions: the messages as given, when they are refused too
-                    self._converted(messages, config, stateful, None, foreign_thinking)
+                    self._converted(messages, config, stateful, None, foreign_thinking, chain)
                     raise
-        return self._converted(messages, config, stateful, prior, foreign_thinking)
+        return self._converted(messages, config, stateful, prior, foreign_thinking, chain)
 
     def _converted(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool, prior: Optional[Prior],
-                   foreign_thinking: str) -> Any:
-        """``_build``'s request plan of ``messages`` as ``agenthub.foreign`` converts them for the dialect."""
+                   foreign_thinking: str, chain: bool = True) -> Any:
+        """``_build``'s request plan of ``messages`` as ``agenthub.foreign`` converts them for the dialect; ``chain``:
+        a stateful call of a protocol that chains turns server-side may name the last answer's stored turn."""
         record = self._protocol
         build = record.build_request
         endpoint = self._endpoint
@@ -558,12 +565,6 @@ class AutoLLMClient(object):
             # the history's reasoning goes as text in content
             endpoint = Endpoint(endpoint.client_type, endpoint.base_url, endpoint.api_key, endpoint.headers,
                                 dict(endpoint.quirks, reasoning_as_text=True), endpoint.model)
-        chain = True
-        if stateful and record.chains_turns and prior is not None:
-            # the turns chain server-side on the last answer only when every message before it is what this
-            # client's previous stateful call sent, unchanged: a history given by set_history (another client's,
-            # or edited) or changed in place goes whole, as it now is, and the calls after it chain
-            chain = _last_answer(messages) <= prior.same
         if prior is not None and getattr(build, "takes_prior", False):
             messages = for_dialect_resumed(messages, self._dialect, foreign_thinking, prior)  # type: ignore[assignment]
         else:

@@ -187,6 +187,24 @@ def test_a_stateful_history_given_to_another_client_is_sent_whole_not_chained_on
     assert bodies[1]["input"] == [{"type": "user_input", "content": [{"type": "text", "text": "c"}]}]
 
 
+def test_another_clients_tool_turn_with_a_text_before_the_results_is_sent_whole():
+    """The same when the history given has a text typed while the tools ran (it goes joined with the results)."""
+    with LongrunServer() as other, LongrunServer() as server:
+        other.add("v1_tool", fixture_events("tool_round_trip.sse"), done=True)
+        server.add("v1_next", interactions_events("v1_next", ["done"]), done=True)
+        first = client(other)
+        first.response_stateful(_say("w?"))
+        llm = client(server)
+        llm.set_history(first.get_history() + [_say("in Celsius")])
+        llm.response_stateful({"role": "user", "content_items": [
+            {"type": "tool_result", "text": "18C", "tool_call_id": "fc_paris_1"},
+            {"type": "tool_result", "text": "22C", "tool_call_id": "fc_tokyo_2"}]})
+        body = server.requests[0]["body"]
+    assert "previous_interaction_id" not in body and body["store"] is True
+    assert [step["type"] for step in body["input"]][0] == "user_input"
+    assert [step["type"] for step in body["input"]][-3:] == ["function_result", "function_result", "user_input"]
+
+
 def test_a_history_edited_before_the_stored_answer_is_sent_whole():
     """set_history with an earlier message changed (or one changed in place): the server's stored interaction
     holds the old one, so the next stateful call sends the history as it now is rather than only the new
