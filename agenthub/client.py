@@ -196,6 +196,14 @@ def _check_priced(fallbacks: Sequence["AutoLLMClient"]) -> None:
                     entry.model[:80], entry.client_type))
 
 
+def _last_answer(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The index of the last assistant message of ``messages`` (-1: none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "assistant":
+            return index
+    return -1
+
+
 # -- the client -----------------------------------------------------------------------------------
 
 
@@ -526,21 +534,28 @@ class AutoLLMClient(object):
             foreign_thinking = config.pop("foreign_thinking")
         else:
             foreign_thinking = "drop"
+        chain = True
+        if stateful and record.chains_turns and prior is not None:
+            # the turns chain server-side on the last answer only when every message before it is what this
+            # client's previous stateful call sent, unchanged: a history given by set_history (another client's,
+            # or edited) or changed in place goes whole, as it now is, and the calls after it chain
+            chain = _last_answer(messages) <= prior.same
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
         if rule is not None and rule.results_next:
             joined = results_next_to_calls(messages)
             if joined is not messages:  # (a text before a call's results, or results one message each: one message)
                 try:
-                    return self._converted(joined, config, stateful, None, foreign_thinking)  # type: ignore[arg-type]
+                    return self._converted(joined, config, stateful, None, foreign_thinking, chain)  # type: ignore[arg-type]
                 except AgentHubError:
                     # the error names the caller's positions: the messages as given, when they are refused too
-                    self._converted(messages, config, stateful, None, foreign_thinking)
+                    self._converted(messages, config, stateful, None, foreign_thinking, chain)
                     raise
-        return self._converted(messages, config, stateful, prior, foreign_thinking)
+        return self._converted(messages, config, stateful, prior, foreign_thinking, chain)
 
     def _converted(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool, prior: Optional[Prior],
-                   foreign_thinking: str) -> Any:
-        """``_build``'s request plan of ``messages`` as ``agenthub.foreign`` converts them for the dialect."""
+                   foreign_thinking: str, chain: bool = True) -> Any:
+        """``_build``'s request plan of ``messages`` as ``agenthub.foreign`` converts them for the dialect; ``chain``:
+        a stateful call of a protocol that chains turns server-side may name the last answer's stored turn."""
         record = self._protocol
         build = record.build_request
         endpoint = self._endpoint
@@ -558,8 +573,8 @@ class AutoLLMClient(object):
         try:
             if stateful and record.chains_turns:
                 if prior is not None:
-                    return build(endpoint, self.model, messages, config, stateful=True, prior=prior)
-                return build(endpoint, self.model, messages, config, stateful=True)
+                    return build(endpoint, self.model, messages, config, stateful=True, prior=prior, chain=chain)
+                return build(endpoint, self.model, messages, config, stateful=True, chain=chain)
             if prior is not None:
                 return build(endpoint, self.model, messages, config, prior=prior)
             return build(endpoint, self.model, messages, config)

@@ -389,3 +389,37 @@ def test_repeated_tool_ids_reach_claude_unique_from_the_previous_calls_conversio
     assert ids == [_rewritten("functions.get_weather:0")] * 2 + [_unique("functions.get_weather:0", 2)] * 2
     assert body == AutoLLMClient("claude-sonnet-4-5", client_type="anthropic", api_key="k",
                                  base_url="http://127.0.0.1:9").plan(copy.deepcopy(history), config).body
+
+
+# -- thinking no protocol signed (Gemini's thought parts: the signature rides the text) reaches Claude ----------
+
+GEMINI_THOUGHTS = [
+    {"role": "user", "content_items": [{"type": "text", "text": "How do I cross the street?"}]},
+    {"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "**Safety first**\n\nLook both ways."},
+        {"type": "text", "text": "Look left, right, then left again.", "fidelity": {"thought_signature": "CiIB0e2K"}}]},
+    {"role": "user", "content_items": [{"type": "text", "text": "Thanks"}]},
+]
+VERTEX = "https://aiplatform.googleapis.com/v1/projects/vtx-proj-123/locations/global"
+
+
+@pytest.mark.parametrize("client_type,base_url", [("anthropic", None), ("vertex", VERTEX),
+                                                  ("azure-anthropic", "https://res.services.ai.azure.com/anthropic")])
+def test_unsigned_thinking_is_not_sent_to_claude_on_any_of_its_clouds(client_type, base_url):
+    """Claude checks a thinking block's signature wherever it runs (the Messages API's thinking block requires
+    one: "messages.1.content.0.thinking.signature: Field required", a 400 that Vertex AI gives as well): thinking
+    no protocol signed is left out on Anthropic's API, Microsoft Foundry and Vertex AI alike."""
+    client = AutoLLMClient("claude-sonnet-4-6", client_type=client_type, base_url=base_url, api_key="ya29.tok")
+    assert client.plan(GEMINI_THOUGHTS).body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "How do I cross the street?"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Look left, right, then left again."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Thanks"}]},
+    ]
+
+
+def test_unsigned_thinking_still_goes_to_an_anthropic_compatible_gateway():
+    """A gateway serving other models through the Messages API (no row, or Z.AI's) takes unsigned reasoning."""
+    client = AutoLLMClient("glm-5.1", client_type="anthropic", base_url="https://gw.example", api_key="k")
+    assert client.plan(GEMINI_THOUGHTS).body["messages"][1]["content"] == [
+        {"type": "thinking", "thinking": "**Safety first**\n\nLook both ways."},
+        {"type": "text", "text": "Look left, right, then left again."}]

@@ -162,6 +162,76 @@ def test_a_stateless_answer_set_as_history_is_not_chained_on():
     assert bodies[2]["previous_interaction_id"] == "v1_b" and len(bodies[2]["input"]) == 1
 
 
+def _say(text):
+    return {"role": "user", "content_items": [{"type": "text", "text": text}]}
+
+
+def test_a_stateful_history_given_to_another_client_is_sent_whole_not_chained_on():
+    """Another client's stateful history (its answer stored on that client's endpoint, under that key) given
+    by set_history: the next stateful call sends the whole history (store: true) instead of naming an
+    interaction this endpoint never gave, then chains on its own answer."""
+    with LongrunServer() as other, LongrunServer() as server:
+        other.add("v1_a", interactions_events("v1_a", ["one"]), done=True)
+        server.add("v1_b", interactions_events("v1_b", ["two"]), done=True)
+        server.add("v1_c", interactions_events("v1_c", ["three"]), done=True)
+        first = client(other)
+        first.response_stateful(_say("a"))
+        llm = client(server)
+        llm.set_history(first.get_history())
+        llm.response_stateful(_say("b"))
+        llm.response_stateful(_say("c"))
+        bodies = [r["body"] for r in server.requests]
+    assert [step["type"] for step in bodies[0]["input"]] == ["user_input", "model_output", "user_input"]
+    assert "previous_interaction_id" not in bodies[0] and bodies[0]["store"] is True
+    assert bodies[1]["previous_interaction_id"] == "v1_b"
+    assert bodies[1]["input"] == [{"type": "user_input", "content": [{"type": "text", "text": "c"}]}]
+
+
+def test_another_clients_tool_turn_with_a_text_before_the_results_is_sent_whole():
+    """The same when the history given has a text typed while the tools ran (it goes joined with the results)."""
+    with LongrunServer() as other, LongrunServer() as server:
+        other.add("v1_tool", fixture_events("tool_round_trip.sse"), done=True)
+        server.add("v1_next", interactions_events("v1_next", ["done"]), done=True)
+        first = client(other)
+        first.response_stateful(_say("w?"))
+        llm = client(server)
+        llm.set_history(first.get_history() + [_say("in Celsius")])
+        llm.response_stateful({"role": "user", "content_items": [
+            {"type": "tool_result", "text": "18C", "tool_call_id": "fc_paris_1"},
+            {"type": "tool_result", "text": "22C", "tool_call_id": "fc_tokyo_2"}]})
+        body = server.requests[0]["body"]
+    assert "previous_interaction_id" not in body and body["store"] is True
+    assert [step["type"] for step in body["input"]][0] == "user_input"
+    assert [step["type"] for step in body["input"]][-3:] == ["function_result", "function_result", "user_input"]
+
+
+def test_a_history_edited_before_the_stored_answer_is_sent_whole():
+    """set_history with an earlier message changed (or one changed in place): the server's stored interaction
+    holds the old one, so the next stateful call sends the history as it now is rather than only the new
+    message (the edit would be silently lost); a history given back unchanged still chains."""
+    with LongrunServer() as server:
+        for name in ("v1_a", "v1_b", "v1_c", "v1_d"):
+            server.add(name, interactions_events(name, ["answer " + name]), done=True)
+        llm = client(server)
+        llm.response_stateful(_say("my name is Ann"))
+        llm.set_history(llm.get_history())  # the same messages: chained on
+        llm.response_stateful(_say("hi"))
+        edited = llm.get_history()
+        edited[0] = _say("my name is Bob")
+        llm.set_history(edited)
+        llm.response_stateful(_say("my name?"))
+        llm.get_history()[0]["content_items"][0]["text"] = "my name is Cy"  # in place
+        llm.response_stateful(_say("and now?"))
+        bodies = [r["body"] for r in server.requests]
+    assert bodies[1]["previous_interaction_id"] == "v1_a" and len(bodies[1]["input"]) == 1
+    assert "previous_interaction_id" not in bodies[2]
+    assert bodies[2]["input"][0] == {"type": "user_input", "content": [{"type": "text", "text": "my name is Bob"}]}
+    assert len(bodies[2]["input"]) == 5
+    assert "previous_interaction_id" not in bodies[3]
+    assert bodies[3]["input"][0] == {"type": "user_input", "content": [{"type": "text", "text": "my name is Cy"}]}
+    assert len(bodies[3]["input"]) == 7
+
+
 def test_an_interactions_answer_moves_to_other_protocols_without_its_interaction_id():
     """The empty thinking item naming the interaction is left out by every other protocol (agenthub.foreign)."""
     from longrun_server import responses_events

@@ -192,9 +192,12 @@ CLIENT_TYPES = {row.name: row for row in [
                embeddings=False, count_tokens="vertex", provider="gcp.vertex_ai",
                provider_hosts=("aiplatform.googleapis.com",)),
     # Claude on Vertex AI (client_type="vertex" picks it for claude-* models): the version in the body,
-    # no model in it (it is in the URL), no top-level automatic cache_control
+    # no model in it (it is in the URL), no top-level automatic cache_control; thinking goes back only with its
+    # signature, as on Anthropic's API (Vertex's Claude answers a thinking block without one "thinking.signature:
+    # Field required", a 400)
     ClientType("vertex-anthropic", "anthropic", "vertex",
-               {"version_in_body": VERTEX_ANTHROPIC_VERSION, "model_in_body": False, "automatic_caching": False},
+               {"version_in_body": VERTEX_ANTHROPIC_VERSION, "model_in_body": False, "automatic_caching": False,
+                "replay_unsigned_thinking": False},
                lists_models=False, provider="gcp.vertex_ai"),
     ClientType("bedrock", "bedrock", "aws", provider="aws.bedrock"),
     ClientType("agenthub", "agenthub", "agenthub", provider="agenthub"),

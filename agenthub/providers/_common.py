@@ -257,7 +257,9 @@ class Protocol(object):
     What only some dialects do, declared here too (the client reads nothing else of the module):
     ``accepts``: the config keys only some protocols read (``client.LONGRUN_KEYS``) that this one takes;
     ``chains_turns``: a stateful call is told to ``build_request`` (``stateful=True``: the turns chain
-    server-side); ``stored_answer(message)``: the collected answer of such a call, marked stored;
+    server-side; ``chain=False`` when the messages before the last answer are not those the client's previous
+    stateful call sent, unchanged: the whole history goes); ``stored_answer(message)``: the collected answer of
+    such a call, marked stored;
     ``resume``: a ``Resume`` (background streams resumed after a cut and cancelled), None for none;
     ``count``: a ``Count`` (the token-count endpoint), None for none; ``compaction_format``: which
     compaction items it replays (``fidelity["format"]``: "openai", "anthropic"), None for none;

@@ -367,11 +367,13 @@ def _chain(messages: List[Mapping[str, Any]]) -> Tuple[Optional[str], int]:
 
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
-                  config: Mapping[str, Any], stateful: bool = False, prior: Optional[Prior] = None) -> HttpRequest:
+                  config: Mapping[str, Any], stateful: bool = False, prior: Optional[Prior] = None,
+                  chain: bool = True) -> HttpRequest:
     """``prior``: what the client's previous call kept (``providers._common.Prior``): the steps of the messages
     it converted are taken as they were, where they are the head of these, unchanged, and their marks not
     counted again.  A stateful call chained on a stored interaction sends only what follows it (the history
-    before it is read only for the names of the calls its results answer)."""
+    before it is read only for the names of the calls its results answer); ``chain`` False (the client's: the
+    messages before the last answer are not those its previous stateful call sent) sends the whole history."""
     client = endpoint.client_type
     refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
@@ -385,7 +387,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if key in config:
             raise unsupported(client, key, "is not available on the Interactions API here")
     body = {"model": model}  # type: Dict[str, Any]
-    previous, first = _chain(messages) if stateful else (None, 0)
+    previous, first = _chain(messages) if stateful and chain else (None, 0)
     wire = None  # type: Optional[Resumed]
     placeholder = gemini.checks_signatures(model)
     if first:  # chained: only what follows the interaction it names
