@@ -1627,6 +1627,8 @@ class Run(object):
             with self._lock:
                 self._stream = None
             stream.close()
+            if answer is None and self._attached_id is not None:
+                self._cancelled_response(stream)
             if self._restore is not None:  # the turn did not commit: its results go back into history
                 self._put_history(self._restore)
                 self._restore = None
@@ -1723,6 +1725,18 @@ class Run(object):
             self._journal.detached(self._turns, str(self._attached_id), reason)
         except AgentHubError:
             pass
+        self._attached_id = None
+
+    def _cancelled_response(self, stream: Any) -> None:
+        """The run stopped mid-turn (abort, close, an interrupt) and its client cancelled the turn's journaled
+        background response: a ``detach`` entry, so that a resume sends the turn again instead of re-attaching to
+        what the run cancelled (a cut answer taken as the turn's, or a stream with nothing more to bring)."""
+        if self._journal is None or getattr(getattr(stream, "_call", None), "_cancelled", None) != self._attached_id:
+            return
+        try:
+            self._journal.detached(self._turns, str(self._attached_id), "it was cancelled when the run stopped")
+        except AgentHubError:
+            pass  # (the run's own stop stands; a journal that cannot be written now does not hide it)
         self._attached_id = None
 
     def _id_known(self, turn: int, resource_id: str, attempt: Any) -> None:
