@@ -641,3 +641,21 @@ def test_a_run_stopped_mid_turn_journals_its_cancelled_response_detached_and_the
     assert methods == [("POST", resource), ("POST", resource + "/res_cut/cancel"), ("POST", resource)]
     assert (result.stop, result.turns, result.reattached_turns) == ("done", 1, 0)
     assert [i["text"] for i in result.final["content_items"] if i["type"] == "text"] == ["".join(texts)]
+
+
+def test_an_interaction_id_that_is_no_string_is_not_journaled_and_the_journal_stays_readable():
+    """A server naming its interaction by a number: the id was journaled as it came, and the journal's reader refuses
+    an attach entry whose id is no string, so the run's own journal was "corrupt": given again, the finished run
+    raised JournalError instead of its result."""
+    wire = "gemini-interactions"
+    events = [e.replace(b'"id":"12345"', b'"id":12345') for e in interactions_events("12345", ["The museum ", "is open."])]
+    with LongrunServer() as server:
+        server.add("12345", events, done=True)
+        store = MemoryStore()
+        client = client_for(server, wire)
+        first = client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-n").result()
+        again = client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-n").result()
+        assert [(r["method"], r["path"]) for r in server.requests] == [("POST", "/v1/interactions")]
+    assert kinds(store, "bg-n") == ["header", "turn", "done"]
+    assert (first.stop, again.stop, again.replayed_turns) == ("done", "done", 1)
+    assert plain(again.messages) == plain(first.messages)

@@ -1741,8 +1741,9 @@ class Run(object):
 
     def _id_known(self, turn: int, resource_id: str, attempt: Any) -> None:
         """``background.ID_WATCH``: the turn's background response is ``resource_id`` (journaled once: a
-        re-attach naming the id it re-attached to writes nothing)."""
-        if resource_id == self._attached_id or self._journal is None:
+        re-attach naming the id it re-attached to writes nothing; an id that is no string, which no GET could ask
+        for, is not: the journal would refuse the entry, and the run with it, as corrupt)."""
+        if resource_id == self._attached_id or self._journal is None or type(resource_id) is not str:
             return
         self._attached_id = resource_id
         self._journal.attached(turn, resource_id, getattr(attempt, "client_type", ""), getattr(attempt, "route", None))
