@@ -180,7 +180,7 @@ class Attempt(object):
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
                  "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised", "rejected",
-                 "tier", "account", "_parts")
+                 "tier", "account", "_parts", "_cancelled")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
@@ -223,6 +223,9 @@ class Attempt(object):
         self.tier = None  # type: Optional[str]  # the catalog tier the route's endpoint bills at (Vertex AI regional)
         self.account = account  # a mark of the route's credentials (breaker.account_mark), never one
         self._parts = None  # type: Optional[Tuple[int, int, int]]  # (input_parts: made once)
+        #: the background response this call cancelled (its caller stopped the stream: abort, close), once the
+        #: server took the cancel (a journaled run marks it detached: a resume sends the turn again)
+        self._cancelled = None  # type: Optional[str]
 
     def input_parts(self) -> Tuple[int, int, int]:
         """``estimate.estimate_parts`` of ``messages`` and ``config`` (the input estimate, its audio part, the audio

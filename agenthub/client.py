@@ -978,13 +978,18 @@ class AutoLLMClient(object):
             if told is not None:
                 told(resource_id, call)
 
-        return background.events(self._protocol, self._endpoint, self.client_type, self.max_line_bytes, run,
-                                 self._cancel, watch.sleep, known, call.resuming, Timeout.of(self.timeout).events)
+        def cancel(request: Any, resource_id: str) -> None:
+            """The caller stopped the stream: cancelled, and the call says so once the server took the cancel."""
+            if self._cancel(request, resource_id):
+                call.call._cancelled = resource_id
 
-    def _cancel(self, request: Any, resource_id: str) -> None:
+        return background.events(self._protocol, self._endpoint, self.client_type, self.max_line_bytes, run,
+                                 cancel, watch.sleep, known, call.resuming, Timeout.of(self.timeout).events)
+
+    def _cancel(self, request: Any, resource_id: str) -> bool:
         """Cancel a background response server-side (its stream ended before it did: abort, close, error).
         One POST, no retry, at most ``background.CANCEL_SECONDS`` all told (a server trickling its answer
-        holds no abort longer); a failure is logged, never raised."""
+        holds no abort longer); a failure is logged, never raised.  True when the server took it."""
         from .background import CANCEL_SECONDS
 
         client = self.client_type
@@ -999,10 +1004,12 @@ class AutoLLMClient(object):
             finally:
                 body.close()
             logger.info("%s: background response %s cancelled", client, resource_id)
+            return True
         except AgentHubError as exc:
             scrub(exc, self._secrets(request))
             logger.warning("%s: cancelling background response %s failed: %s", client, resource_id,
                            "no answer within {:g} s".format(CANCEL_SECONDS) if watch.reason is not None else exc)
+            return False
         finally:
             timer.cancel()
 

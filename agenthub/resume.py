@@ -150,8 +150,9 @@ class Resumable(object):
                         yield sse
                         return
                     yield sse
-            except TransportError as exc:
-                if self.resource_id is None:
+            except (TransportError, StreamProtocolError) as exc:
+                # (a StreamProtocolError of the framing that says the body was cut: one ending inside a character)
+                if self.resource_id is None or not (isinstance(exc, TransportError) or exc.truncated):
                     raise
                 error = exc
             if self.resource_id is None:

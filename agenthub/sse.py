@@ -350,7 +350,14 @@ class SSEDecoder(object):
             line = b"".join(self._pending)
             self._pending = []
             self._pending_len = 0
-            event = self._line(line)
+            try:
+                event = self._line(line)
+            except StreamProtocolError:
+                if not _cut_in_a_character(line):
+                    raise
+                # the body ended inside a character: cut, as one cut a byte earlier (a background stream resumes it)
+                raise StreamProtocolError("the stream ended in the middle of a UTF-8 character (cut off?)",
+                                          truncated=True, retryable=True) from None
             if event is not None:
                 events.append(event)
         event = self._line(b"")
@@ -411,6 +418,17 @@ class SSEDecoder(object):
         if self._pairs:
             return event_name or "message", text
         return SSEEvent(text, event_name or "message", self._last_id, retry)
+
+
+def _cut_in_a_character(line: bytes) -> bool:
+    """Is ``line`` valid UTF-8 but for its last character, whose bytes stop short (a body cut inside it)?"""
+    import codecs
+
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(line, final=False)
+    except UnicodeDecodeError:
+        return False  # invalid bytes, not a character cut short
+    return True
 
 
 def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,

@@ -76,6 +76,7 @@ class Script(object):
         self.connections = 0
         self.cancelled = False
         self.replay_all = False  # a GET ignores its cursor and replays the stream from its start
+        self.close_delimited = False  # bodies end by closing the connection (no chunks): a cut is a clean end
 
 
 class LongrunServer(LocalServer):
@@ -157,7 +158,8 @@ class LongrunServer(LocalServer):
                 yield event
                 sent += len(event)
 
-        handler.send(200, {"Content-Type": "text/event-stream"}, chunks(), end=cut is None)
+        handler.send(200, {"Content-Type": "text/event-stream"}, chunks(), chunked=not script.close_delimited,
+                     end=cut is None)
         if cut is not None:
             handler.close_connection = True
 

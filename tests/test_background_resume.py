@@ -306,3 +306,60 @@ def test_a_response_id_that_would_leave_its_url_segment_is_never_requested(rid, 
         with pytest.raises(StreamProtocolError, match="no usable id"):
             list(make(server).streaming_response(USER, {"background": True}))
         assert [r["method"] for r in server.requests] == ["POST"]  # no GET of /v1/ or ..., no cancel
+
+
+# -- a body that ends cleanly inside a character (review 15b) ---------------------------------------------------
+
+
+def _raw_utf8(events):
+    """``events`` with their JSON's non-ASCII text as raw UTF-8 (as servers send it), not \\u escapes."""
+    import json
+
+    out = []
+    for event in events:
+        head, _, data = event.decode("utf-8").partition("data: ")
+        data = json.dumps(json.loads(data), separators=(",", ":"), ensure_ascii=False)
+        out.append((head + "data: " + data + "\n\n").encode("utf-8"))
+    return out
+
+
+@pytest.mark.parametrize("make, events_of", [(responses_client, responses_events),
+                                             (interactions_client, interactions_events)])
+def test_a_close_delimited_body_cut_inside_a_character_is_resumed_once(make, events_of):
+    """A body that ends by closing its connection ends cleanly wherever it is cut: cut inside a character's bytes,
+    it was a StreamProtocolError ("not valid UTF-8"), the response left running and nothing resumed, where a cut
+    a byte earlier is resumed."""
+    texts = ["f\u00fcnf ", "\u65e5\u672c\u8a9e\u306e", "\u30c6\u30ad\u30b9\u30c8", "ende"]
+    rid = "resp_u8" if events_of is responses_events else "v1_u8"
+    events = _raw_utf8(events_of(rid, texts))
+    ends = boundaries(events)
+    index = 5 if events_of is responses_events else 3  # the event of the second text
+    start = events[index].index("\u65e5".encode("utf-8"))
+    with LongrunServer() as server:
+        for inside in (1, 2):  # after the first, after the second of its three bytes
+            before = len(server.requests)
+            script = server.add(rid, events, cuts=[ends[index - 1] + start + inside],
+                                done=events_of is interactions_events)
+            script.close_delimited = True
+            out = list(make(server).streaming_response(USER, {"background": True}))
+            check_stream(out)
+            mine = server.requests[before:]
+            assert texts_of(out) == texts, inside
+            assert [(r["method"], r["path"]) for r in mine] == [("POST", mine[0]["path"]), ("GET", mine[0]["path"]
+                                                                                           + "/" + rid)], inside
+            assert mine[1]["query"] == ({"stream": "true", "starting_after": str(index - 1)}
+                                        if events_of is responses_events
+                                        else {"stream": "true", "last_event_id": "evt_{:03d}".format(index)}), inside
+
+
+def test_an_sse_body_that_ends_inside_a_character_is_a_cut_and_invalid_bytes_stay_invalid():
+    from agenthub.sse import iter_events
+
+    whole = "data: {\"t\":\"\u65e5\"}\n\n".encode("utf-8")
+    with pytest.raises(StreamProtocolError) as info:
+        list(iter_events([whole[:whole.index(b"\xe6") + 2]]))
+    assert (str(info.value), info.value.truncated, info.value.retryable) == (
+        "the stream ended in the middle of a UTF-8 character (cut off?)", True, True)
+    with pytest.raises(StreamProtocolError) as info:
+        list(iter_events([b'data: {"t":"a\xff\xfe']))
+    assert str(info.value).startswith("the stream is not valid UTF-8") and info.value.truncated is False

@@ -7,6 +7,7 @@ that failed, is sent again with a warning and a ``detach`` entry; a run without 
 request again, as before.  Real processes killed with SIGKILL; local fakes that count requests
 (tests/longrun_server.py)."""
 
+import contextlib
 import io
 import json
 import logging
@@ -23,6 +24,7 @@ import pytest
 from longrun_server import LongrunServer, interactions_events, responses_events
 
 from agenthub import AutoLLMClient, Budget, ResponseCache, tool
+from agenthub.attempts import AttemptHook
 from agenthub.__main__ import main
 from agenthub.errors import UpstreamError
 from agenthub.stores import MemoryStore, StoreError, open_store
@@ -570,3 +572,90 @@ def test_a_response_still_running_on_re_attach_is_not_sent_again(wire):
         assert len(posts(server, wire)) == 1 and gets(server) == [(WIRES[wire][2] + "/res_turn1", {"stream": "true"})]
     assert (caught.value.response_status, caught.value.response_id) == ("in_progress", "res_turn1")
     assert kinds(store, "bg-3") == ["header", "attach"]
+
+
+# -- a run that stopped itself cancelled its background response: a resume sends the turn again (review 15b) --------
+def _cancelled_replay(wire, rid, events, upto):
+    """What the server keeps of ``rid`` once cancelled after ``events[:upto]``: those events, then (Interactions)
+    ``interaction.completed`` with status cancelled, sent "when the Interaction receives Complete/Cancel"
+    (google-genai's InteractionCompletedEvent); Responses has no stream event for a cancel: they alone."""
+    if wire == "openai-responses":
+        return events[:upto]
+    return events[:upto] + [_sse("interaction.completed", {
+        "event_type": "interaction.completed", "event_id": "evt_{:03d}".format(upto + 1),
+        "interaction": {"id": rid, "status": "cancelled"}})]
+
+
+class _Interrupt(AttemptHook):
+    """A KeyboardInterrupt raised in the reading thread while the model stream is read, at its first text."""
+
+    wants_events = True
+
+    def __init__(self, armed):
+        self.armed = armed
+
+    def on_event(self, call, event):
+        if self.armed and any(i.get("text") for i in event["content_items"]):
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("wire", sorted(WIRES))
+@pytest.mark.parametrize("how", ["abort", "close", "interrupt"])
+def test_a_run_stopped_mid_turn_journals_its_cancelled_response_detached_and_the_resume_sends_it_again(wire, how):
+    """The run's abort (or its close, or a KeyboardInterrupt in the reading thread) cancels the turn's background
+    response server-side; its id stayed journaled as attached, so a resume re-attached to the response the run had
+    cancelled: on Interactions it took the cancelled, cut answer ("The museum ") as the turn's; on Responses each
+    resume failed on a stream that brings nothing new."""
+    model, path, resource = WIRES[wire]
+    events_of = responses_events if wire == "openai-responses" else interactions_events
+    texts = ["The museum ", "is ", "open."]
+    first = events_of("res_cut", texts)
+    upto = 5 if wire == "openai-responses" else 3  # up to the first text delta
+    gate = threading.Event()
+    with LongrunServer() as server:
+        cut = server.add("res_cut", first, hold=(upto, gate), done=wire != "openai-responses")
+        server.add("res_fresh", events_of("res_fresh", texts), done=wire != "openai-responses")
+        store = MemoryStore()
+        interrupt = _Interrupt(how == "interrupt")  # (a Ctrl-C while the stream is read: inside it)
+        client = client_for(server, wire, hooks=[interrupt])
+        run = client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-x")
+        with pytest.raises(KeyboardInterrupt) if how == "interrupt" else contextlib.nullcontext():
+            for event in run:
+                if event["event_type"] == "delta" and any(i.get("text") for i in event["content_items"]):
+                    if how == "abort":
+                        run.abort()
+                    else:
+                        run.close()
+                        break
+        interrupt.armed = False
+        gate.set()
+        assert cut.cancelled
+        cut.events[:] = _cancelled_replay(wire, "res_cut", first, upto)
+        cut.cancelled = False  # (the fake's GET plays what it keeps)
+        entries = [json.loads(e) for e in store.journal_entries("bg-x")]
+        result = client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-x").result()
+        methods = [(r["method"], r["path"]) for r in server.requests]
+    assert [e["k"] for e in entries][:3] == ["header", "attach", "detach"]
+    assert entries[2] == {"k": "detach", "turn": 0, "id": "res_cut",
+                          "reason": "it was cancelled when the run stopped"}
+    assert methods == [("POST", resource), ("POST", resource + "/res_cut/cancel"), ("POST", resource)]
+    assert (result.stop, result.turns, result.reattached_turns) == ("done", 1, 0)
+    assert [i["text"] for i in result.final["content_items"] if i["type"] == "text"] == ["".join(texts)]
+
+
+def test_an_interaction_id_that_is_no_string_is_not_journaled_and_the_journal_stays_readable():
+    """A server naming its interaction by a number: the id was journaled as it came, and the journal's reader refuses
+    an attach entry whose id is no string, so the run's own journal was "corrupt": given again, the finished run
+    raised JournalError instead of its result."""
+    wire = "gemini-interactions"
+    events = [e.replace(b'"id":"12345"', b'"id":12345') for e in interactions_events("12345", ["The museum ", "is open."])]
+    with LongrunServer() as server:
+        server.add("12345", events, done=True)
+        store = MemoryStore()
+        client = client_for(server, wire)
+        first = client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-n").result()
+        again = client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-n").result()
+        assert [(r["method"], r["path"]) for r in server.requests] == [("POST", "/v1/interactions")]
+    assert kinds(store, "bg-n") == ["header", "turn", "done"]
+    assert (first.stop, again.stop, again.replayed_turns) == ("done", "done", 1)
+    assert plain(again.messages) == plain(first.messages)

@@ -21,8 +21,9 @@
 - ``attach``: the model request in flight (turn n) is a background response (or Gemini interaction): its
   id, the wire and the route (never a URL), stored as soon as the stream names it, so a resumed run
   re-attaches to it instead of paying for it again; ``detach``: that id could not be re-attached (gone,
-  failed, another route): the request is sent again.  A plain request in flight is sent again on resume
-  and needs no entry (the ``request`` entries of journals written before are still read);
+  failed, another route), or the run's own stop cancelled it: the request is sent again.  A plain request
+  in flight is sent again on resume and needs no entry (the ``request`` entries of journals written before
+  are still read);
 - ``done``: the run ended (its stop and pending calls).
 
 Entries due at the same moment go in one store write (one transaction, one Lua call): one write a turn whose

@@ -1627,6 +1627,8 @@ class Run(object):
             with self._lock:
                 self._stream = None
             stream.close()
+            if answer is None and self._attached_id is not None:
+                self._cancelled_response(stream)
             if self._restore is not None:  # the turn did not commit: its results go back into history
                 self._put_history(self._restore)
                 self._restore = None
@@ -1725,10 +1727,23 @@ class Run(object):
             pass
         self._attached_id = None
 
+    def _cancelled_response(self, stream: Any) -> None:
+        """The run stopped mid-turn (abort, close, an interrupt) and its client cancelled the turn's journaled
+        background response: a ``detach`` entry, so that a resume sends the turn again instead of re-attaching to
+        what the run cancelled (a cut answer taken as the turn's, or a stream with nothing more to bring)."""
+        if self._journal is None or getattr(getattr(stream, "_call", None), "_cancelled", None) != self._attached_id:
+            return
+        try:
+            self._journal.detached(self._turns, str(self._attached_id), "it was cancelled when the run stopped")
+        except AgentHubError:
+            pass  # (the run's own stop stands; a journal that cannot be written now does not hide it)
+        self._attached_id = None
+
     def _id_known(self, turn: int, resource_id: str, attempt: Any) -> None:
         """``background.ID_WATCH``: the turn's background response is ``resource_id`` (journaled once: a
-        re-attach naming the id it re-attached to writes nothing)."""
-        if resource_id == self._attached_id or self._journal is None:
+        re-attach naming the id it re-attached to writes nothing; an id that is no string, which no GET could ask
+        for, is not: the journal would refuse the entry, and the run with it, as corrupt)."""
+        if resource_id == self._attached_id or self._journal is None or type(resource_id) is not str:
             return
         self._attached_id = resource_id
         self._journal.attached(turn, resource_id, getattr(attempt, "client_type", ""), getattr(attempt, "route", None))
