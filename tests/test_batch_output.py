@@ -338,3 +338,28 @@ def test_batch_fetch_wait_creates_a_reask_round_a_cut_short_fetch_left_and_waits
     assert capsys.readouterr().err.splitlines()[-1].startswith(
         "agenthub batch fetch: 1 answers and 0 error rows written to")
     assert {r["id"]: (r["value"], r["attempts"]) for r in read_output(out)} == {"chat": (GOOD, 2)}
+
+
+def test_a_reask_rounds_answer_that_does_not_parse_keeps_the_cost_of_the_rounds_before(monkeypatch, tmp_path):
+    # the first round's answer (paid for, at batch price) did not validate; the re-ask round's answer did not parse:
+    # its error row had usage_metadata and cost_usd None, as if nothing had been paid (the live run and a failed
+    # re-ask request both keep what the earlier rounds cost)
+    def unreadable_reask(provider, api, body):
+        if last_user_text(provider, body).startswith("The answer did not match"):
+            return 200, {"id": "x", "object": "chat.completion", "choices": 5}
+        return _with_text(provider, api, body, json.dumps(BAD))
+
+    out = str(tmp_path / "out.jsonl")
+    with _fake(monkeypatch, unreadable_reask):
+        job = B.submit(_write(tmp_path / "in.jsonl", ROWS[:1]), backend="openai")
+        assert _done(job, out).pending == ["chat"]
+        last = _done(job, out)
+        assert (last.done, last.failed, last.pending) == (0, 1, [])
+    (row,) = read_output(out)
+    first = {"cached_tokens": None, "thoughts_tokens": None, "prompt_tokens": len("Ann is forty.".split()) + 3,
+             "response_tokens": len("Ann is forty.".split()) + 1}
+    assert row["error"] == {"type": "StreamProtocolError", "status": None,
+                            "message": "malformed payload in the openai-chat stream: TypeError: 'int' object is not "
+                                       "subscriptable"}
+    assert (row["attempts"], row["message"], row["usage_metadata"]) == (2, None, first)
+    assert row["cost_usd"] == B.batch_cost("gpt-4.1-mini", first) > 0

@@ -163,7 +163,10 @@ def typed_answer(row: JobRow, record_parser: Any, client: Any, payload: Any, bac
     try:
         message = collect_answer(record_parser, payload, client.client_type)
     except AgentHubError as exc:
-        return error_row(row, exc, attempts=attempt, backend=backend), None
+        out = error_row(row, exc, attempts=attempt, backend=backend)
+        if prior:  # an answer of a re-ask round that does not parse: the earlier rounds were paid for
+            out.update(usage_metadata=prior.get("usage"), cost_usd=prior.get("cost_usd"))
+        return out, None
     turn_usage = message.get("usage_metadata")
     usage = _add_usage((prior or {}).get("usage"), turn_usage)
     price = batch_cost(row.model, turn_usage) if turn_usage else None
