@@ -66,7 +66,7 @@ def write_rows(path, rows):
     return str(path)
 
 
-_CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_CUSTOM_ID = re.compile(r"\A[a-zA-Z0-9_-]{1,64}\Z")  # (the spec's pattern: its "$" ends the string)
 OPENAI_MAX_REQUESTS = 50000
 AZURE_MAX_REQUESTS = 100000
 

@@ -579,6 +579,27 @@ def test_made_custom_ids_never_collide_with_a_row_id(fake, tmp_path):
                      "z" * 55: "echo: e"}
 
 
+def test_a_row_id_ending_in_a_newline_gets_a_made_custom_id_not_a_refused_batch(fake, tmp_path):
+    # Anthropic's custom_id pattern ends the string at "$" (JSON Schema's, as ECMAScript reads it), Python's "$" also
+    # before a last newline: an id "r1\n" (a line read without its newline stripped) went out as it was, and
+    # Anthropic refused the whole create call (every row of the batch with it); past 64 characters the same way
+    rows = [{"id": "r1\n", "model": "claude-sonnet-4-6", "messages": _user("a"), "config": {"max_tokens": 5}},
+            {"id": "w" * 55 + "\n", "model": "claude-sonnet-4-6", "messages": _user("b"), "config": {"max_tokens": 5}},
+            {"id": "o" * 64 + "\n", "model": "gpt-4.1-mini", "messages": _user("c"), "config": {"max_tokens": 5}}]
+    job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="auto")
+    records = {r["backend"]: r for r in job._state["batches"]}
+    assert records["anthropic"]["custom_ids"] == {"r1\n": "row-1", "w" * 55 + "\n": "row-2"}
+    assert records["openai"]["custom_ids"] == {"o" * 64 + "\n": "row-3"}
+    tag = records["anthropic"]["tag"]
+    sent = [r["custom_id"] for r in json.loads(fake.calls("POST", "/v1/messages/batches")[0]["body"])["requests"]]
+    assert sent == [tag + "-row-1", tag + "-row-2"]
+    assert job.wait(interval=0.01, timeout=10).done
+    out = str(tmp_path / "out.jsonl")
+    assert job.fetch(out).done == 3
+    texts = {r["id"]: r["message"]["content_items"][0]["text"] for r in read_output(out)}
+    assert texts == {"r1\n": "echo: a", "w" * 55 + "\n": "echo: b", "o" * 64 + "\n": "echo: c"}
+
+
 def test_every_documented_status_has_its_state():
     # OpenAI Batch guide, "4. Check the status of a batch" (Azure's list is the same words, capitalised at times)
     openai = {"validating": "pending", "failed": "failed", "in_progress": "running", "finalizing": "running",

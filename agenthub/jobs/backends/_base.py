@@ -45,7 +45,7 @@ class Backend(object):
     max_requests = 0
     max_bytes = 0
     #: custom ids this engine accepts (a row id that does not match gets one made from its line number)
-    custom_id = re.compile(r"^.{1,64}$", re.S)
+    custom_id = re.compile(r"\A.{1,64}\Z", re.S)
     #: the kinds of request it takes: "chat", "responses", "embeddings", "messages", "generate"
     apis = ()  # type: Tuple[str, ...]
     #: every custom id sent carries a tag unique to its create call (``<tag>-<custom id>``, ``tag_entries``):

@@ -44,7 +44,7 @@ class AnthropicBatches(Backend):
     name = "anthropic"
     max_requests = 100000
     max_bytes = 256 * 1000 * 1000
-    custom_id = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+    custom_id = re.compile(r"\A[a-zA-Z0-9_-]{1,64}\Z")  # (\Z: "$" would let an id end in a newline)
     apis = ("messages",)
     tagged = True
 
