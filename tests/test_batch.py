@@ -654,6 +654,19 @@ def test_gemini_embeddings_rows_go_as_one_request_per_text(fake, tmp_path, monke
     assert [json.loads(x)["key"] for x in session["body"].splitlines()] == ["r8#0/1", "r9#0/2", "r9#1/2"]
 
 
+def test_a_gemini_embedding_row_whose_id_holds_a_newline_gets_its_vectors(fake, tmp_path):
+    # its parts' keys ("a\nb#0/2") were read with a "." that stops at a newline: every answer was an unreadable
+    # one, and the row (paid for) was listed missing, for a live run to pay for again
+    rows = [dict(row, id="line one\nline two") for row in MIXED if row["id"] == "r9"]
+    job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="gemini")
+    assert job.wait(interval=0.01, timeout=10).done
+    out = str(tmp_path / "out.jsonl")
+    summary = job.fetch(out)
+    assert (summary.done, summary.unreadable, summary.missing) == (1, 0, [])
+    vectors = {r["id"]: [i["embedding"] for i in r["message"]["content_items"]] for r in read_output(out)}
+    assert vectors == {"line one\nline two": [[10.0, 0.25, -0.5], [19.0, 0.25, -0.5]]}
+
+
 def test_embeddings_parts_are_put_together_whatever_their_order():
     first = {"embedding": {"values": [1.0]}, "usageMetadata": {"promptTokenCount": 2}}
     second = {"embedding": {"values": [2.0]}, "usageMetadata": {"promptTokenCount": 3}}

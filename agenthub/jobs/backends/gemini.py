@@ -243,7 +243,7 @@ def _embed_lines(entry: Mapping[str, Any]) -> List[Dict[str, Any]]:
     return [{"key": "{}#{}/{}".format(entry["key"], i, len(parts)), "request": part} for i, part in enumerate(parts)]
 
 
-_PART_KEY = re.compile(r"\A(.+)#([0-9]{1,9})/([0-9]{1,9})\Z", re.ASCII)
+_PART_KEY = re.compile(r"\A(.+)#([0-9]{1,9})/([0-9]{1,9})\Z", re.ASCII | re.S)  # (re.S: an id may hold a newline)
 
 
 def _assembled(items: Iterator[Outcome], expected: Optional[Mapping[str, Any]] = None) -> Iterator[Outcome]:
