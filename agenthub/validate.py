@@ -421,7 +421,7 @@ def check_mcp_servers(value: Any) -> List[Dict[str, Any]]:
             raise ConfigError("{}['url'] must be an http(s) URL with a host and no user:password@ (got {})".format(
                 at, "a str" if isinstance(url, str) else type(url).__name__))
         name = server.get("name")
-        if not isinstance(name, str) or not _SCHEMA_NAME.match(name):
+        if not isinstance(name, str) or not _SCHEMA_NAME.fullmatch(name):
             raise ConfigError("{}['name'] must be 1 to 64 letters, digits, '_' or '-' (got {})".format(at, _short(name)))
         if name in names:
             raise ConfigError("{}['name'] {!r} names another server too: names must be unique".format(at, name))

@@ -309,7 +309,7 @@ def serve(folder: str, host: str = "127.0.0.1", port: int = 0,
     A ``host`` that is not loopback (``0.0.0.0``, a LAN address) needs ``key`` (16 to 512 characters
     of letters, digits and ``._~+/=-``): without one every trace would be served to the network.
     """
-    if key is not None and (not isinstance(key, str) or not _KEY.match(key)):
+    if key is not None and (not isinstance(key, str) or not _KEY.fullmatch(key)):
         raise ConfigError("the viewer's key must be 16 to 512 characters of letters, digits and ._~+/=-")
     if key is None and not is_loopback_host(host):
         raise ConfigError("refusing to serve traces on {!r} without a key: a viewer reachable from other "

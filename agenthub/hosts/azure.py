@@ -178,7 +178,7 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
                               "returning a Microsoft Entra ID token)".format(client_type, url_host(endpoint),
                                                                              KEY_ENV))
     version = environ.get(VERSION_ENV) or DEFAULT_API_VERSION
-    if not _VERSION.match(version):
+    if not _VERSION.fullmatch(version):
         raise ConfigError("{} must look like 2024-10-21 (got {!r})".format(VERSION_ENV, version))
     # Azure OpenAI runs OpenAI's models with OpenAI's strict mode (its "Structured outputs" page lists the same
     # subset): a strict schema outside it is refused before sending, as on api.openai.com
@@ -196,7 +196,7 @@ def _foundry(client_type: str, base_url: Optional[str], api_key: Any,
     """Claude on Microsoft Foundry: the resource's ``/anthropic`` root and its credential (see the module doc)."""
     example = foundry_base_url("<resource>")
     if base_url is not None:
-        if isinstance(base_url, str) and "://" not in base_url and _RESOURCE.match(base_url):
+        if isinstance(base_url, str) and "://" not in base_url and _RESOURCE.fullmatch(base_url):
             endpoint = foundry_base_url(base_url)  # a resource name
         else:
             endpoint = _check_endpoint(base_url, "base_url", example)
@@ -214,7 +214,7 @@ def _foundry(client_type: str, base_url: Optional[str], api_key: Any,
         if named_url:
             endpoint = _check_endpoint(named_url, FOUNDRY_BASE_URL_ENV, example)
         elif resource:
-            if not _RESOURCE.match(resource):
+            if not _RESOURCE.fullmatch(resource):
                 raise ConfigError("{}: {} must be an Azure resource name (letters, digits, hyphens; got {!r})".format(
                     client_type, FOUNDRY_RESOURCE_ENV, resource[:80]))
             endpoint = foundry_base_url(resource)

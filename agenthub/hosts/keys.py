@@ -55,7 +55,7 @@ def _anthropic_authorise(method: str, url: str, headers: Dict[str, str], data: O
         return headers
     version = next((value for name, value in headers.items() if name.lower() == "anthropic-version"), "")
     first_party = host_is(endpoint.base_url, ("api.anthropic.com",))
-    if first_party and _DATE.match(version) and version >= BEARER_ANTHROPIC_VERSION:
+    if first_party and _DATE.fullmatch(version) and version >= BEARER_ANTHROPIC_VERSION:
         headers["Authorization"] = "Bearer " + key
     elif endpoint.quirks.get("auth") == "bearer" and not first_party:
         headers["Authorization"] = "Bearer " + key

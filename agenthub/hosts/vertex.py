@@ -126,7 +126,7 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
               environ: Mapping[str, str]) -> Tuple[str, str, Any, Dict[str, Any]]:
     """-> (``vertex`` or ``vertex-anthropic``, the resource prefix, the credential, quirks)."""
     client_type = row.name
-    if not _MODEL.match(model):
+    if not _MODEL.fullmatch(model):
         raise ConfigError("{}: model {!r} is not a Vertex AI model id (like gemini-3.5-flash or "
                           "claude-sonnet-4-6@20260101)".format(client_type, model))
     named = base_url if base_url is not None else environ.get(BASE_URL_ENV) or None
@@ -138,7 +138,7 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
     root, project, location = split_base_url(named) if named else (None, None, None)
     project = project or environ.get(PROJECT_ENV) or None
     location = location or environ.get(LOCATION_ENV) or DEFAULT_LOCATION
-    if not _LOCATION.match(location):
+    if not _LOCATION.fullmatch(location):
         raise ConfigError("{}: location {!r} is not a Google Cloud location (like us-east5 or global)".format(
             client_type, location))
     if isinstance(api_key, str) and api_key.lower().startswith("bearer "):
@@ -161,7 +161,7 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
         raise ConfigError(
             "{}: no Google Cloud project: set {} or pass base_url='{}' (or use credentials that name one)".format(
                 client_type, PROJECT_ENV, resource_prefix(host_root(location), "<project>", location)))
-    if not _PROJECT.match(project):
+    if not _PROJECT.fullmatch(project):
         raise ConfigError("{}: {!r} is not a Google Cloud project id".format(client_type, project))
     kind = "vertex-anthropic" if publisher(model) == "anthropic" else "vertex"
     return kind, resource_prefix(root or host_root(location), project, location), api_key, {}

@@ -276,7 +276,7 @@ def api_version(endpoint: Endpoint) -> str:
 
 def removed_sampling(version: Optional[str]) -> bool:
     """True when ``version`` is 2026-10-21 or later: temperature, top_p and top_k are refused."""
-    return version is not None and bool(_DATE.match(version)) and version >= ANTHROPIC_VERSION
+    return version is not None and bool(_DATE.fullmatch(version)) and version >= ANTHROPIC_VERSION
 
 
 def _check_removed(client: str, version: str, config: Mapping[str, Any]) -> None:

@@ -70,7 +70,7 @@ def check_key(key: Any, default: str = "default") -> str:
     """The name of a shared account: printable ASCII without spaces, 1 to 200 characters."""
     if key is None:
         return default
-    if not isinstance(key, str) or not _KEY.match(key):
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
         raise ConfigError("key must be 1 to {} printable ASCII characters without spaces (got {!r})".format(
             MAX_KEY, key if not isinstance(key, str) else key[:60]))
     return key
