@@ -76,6 +76,33 @@ _READ_SIZE = 64 * 1024
 Limits = Tuple[Optional[float], Optional[float]]
 
 
+# -- urllib3's own log lines ----------------------------------------------------------------------
+#
+# urllib3 logs each request's path with its query at DEBUG ('"POST /v1/chat/completions?key=... HTTP/1.1" 200'),
+# and a retry's or a redirect's URL: a gateway's ?key= or ?code= in a base URL would reach any log that takes
+# DEBUG.  Its records are shown with every query value as ***, as agenthub shows a URL (_redact.shown_url).
+
+_QUERY_VALUE = re.compile(r"([?&][^=&?\s\"'#]*=)[^&\s\"'#]+")
+
+
+class _QueryValuesHidden(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted is left to the handler
+            return True
+        if "=" in text:
+            shown = _QUERY_VALUE.sub(r"\1***", text)
+            if shown != text:
+                record.msg, record.args = shown, ()
+        return True
+
+
+_HIDE_QUERY = _QueryValuesHidden()
+for _name in ("urllib3.connectionpool", "urllib3.util.retry"):
+    logging.getLogger(_name).addFilter(_HIDE_QUERY)
+
+
 # -- fork safety ----------------------------------------------------------------------------------
 #
 # A forked child inherits its parent's pooled sockets: two processes writing requests into one

@@ -310,6 +310,38 @@ def test_no_key_reaches_the_journal(tmp_path):
     assert KEY.encode() not in data and b"tenant-secret-0123456789" not in data
 
 
+
+def test_a_tool_error_echoing_the_runs_credentials_reaches_neither_journal_nor_model(tmp_path):
+    """A tool's error text is scrubbed of the run's credentials as of the client's: its config's extra_headers,
+    extra_body's fields named like a credential, a session='s headers (a tool that called the same service with
+    them and failed may quote them)."""
+    import requests
+
+    tenant, body_key, session_key = "tenant-secret-0123456789", "body-secret-0123456789", "session-secret-0123456789"
+
+    @tool
+    def fetch(city: str) -> str:
+        """Fetch."""
+        raise RuntimeError("refused: {} {} {} {}".format(KEY, tenant, body_key, session_key))
+
+    path = tmp_path / "runs.db"
+    session = requests.Session()
+    session.headers["X-Session-Token"] = session_key
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "fetch", '{"city": "Rome"}')])]), Answer([chat_text("No.")])]
+        client = AutoLLMClient("gpt-4o-mini", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0, session=session)
+        result = client.run([USER], {"extra_headers": {"X-Tenant-Token": tenant}, "extra_body": {"api_key": body_key}},
+                            tools=[fetch], journal="sqlite:///" + str(path), run_id="trip-1").result()
+    session.close()
+    told = "RuntimeError: refused: *** *** *** ***"
+    assert result.messages[1]["content_items"][0]["text"] == told
+    assert server.requests[1]["body"]["messages"][2]["content"] == told
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert told.encode() in data
+    for secret in (KEY, tenant, body_key, session_key):
+        assert secret.encode() not in data
+
 class _GoingAway(MemoryStore):
     def __init__(self, after):
         MemoryStore.__init__(self)

@@ -3,6 +3,7 @@ or ``user:password@``) never shows: not in an error (its message, fields, chaine
 a repr, a job's refusal or a batch state file."""
 
 import json
+import logging
 import os
 import socket
 import traceback
@@ -429,3 +430,16 @@ def test_a_proxy_that_refuses_is_named_as_the_failing_hop_without_its_password(m
         "http://***@127.0.0.1:{}: nothing listens there (is the proxy running, is its port right?)".format(scheme, port))
     assert caught.value.retryable is True
     assert PASSWORD not in _traceback(caught.value)
+
+
+def test_a_base_url_query_key_is_not_in_urllib3s_debug_log(caplog):
+    caplog.set_level(logging.DEBUG)
+    with FaultServer(default=_echo_path) as server:
+        client = AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat", max_retries=0,
+                               base_url=server.url + "/v1?key=" + TOKEN + "&code=" + PASSWORD)
+        with pytest.raises(UpstreamError):
+            list(client.streaming_response(USER))
+    lines = [r.getMessage() for r in caplog.records if r.name == "urllib3.connectionpool" and "POST" in r.getMessage()]
+    assert lines == ['{} "POST /v1/chat/completions?key=***&code=*** HTTP/1.1" 401 {}'.format(
+        server.url, lines[0].rsplit(" ", 1)[1])]
+    assert TOKEN not in caplog.text and PASSWORD not in caplog.text

@@ -363,6 +363,8 @@ class TokenEndpoint(object):
             self.email, "https://oauth2.googleapis.com/token", SCOPE)
         assert 0 < payload["exp"] - payload["iat"] <= 3600
         self.grants.append(payload)
+        if self.refuse == "echo":  # (an endpoint that quotes the request it refused: the signed assertion)
+            return 400, {"error": "invalid_grant", "error_description": "refused assertion=" + form["assertion"][0]}
         if self.refuse:
             return 400, {"error": "invalid_grant", "error_description": "Invalid JWT Signature."}
         return 200, {"access_token": "ya29.local-{}".format(len(self.grants)), "expires_in": self.expires_in,
@@ -535,6 +537,23 @@ def test_a_refused_grant_is_an_authentication_error_and_nothing_is_sent(service_
     assert server.requests == [] and info.value.retryable is False
     assert "PRIVATE" not in str(info.value)
 
+
+def test_an_assertion_echoed_by_the_token_endpoint_is_not_shown(service_account):
+    import traceback
+
+    service_account.refuse = "echo"
+    seen = []
+    answer = service_account.answer
+    service_account.answer = lambda form, path: seen.append(form["assertion"][0]) or answer(form, path)
+    with SSEServer() as server:
+        client = AutoLLMClient("gemini-3.5-flash", base_url=server.url, client_type="vertex", max_retries=0)
+        with pytest.raises(AuthenticationError) as info:
+            list(client.streaming_response(USER))
+    assert server.requests == [] and len(seen) == 1
+    assert str(info.value).startswith("Vertex AI: the Google token endpoint refused the credentials: "
+                                      "('invalid_grant: refused assertion=***', ")
+    shown = "".join(traceback.format_exception(type(info.value), info.value, info.value.__traceback__))
+    assert seen[0].rsplit(".", 1)[1][-40:] not in shown and seen[0][:60] not in shown
 
 def test_an_unreachable_token_endpoint_is_a_transport_error(service_account, tmp_path):
     with open(service_account.path) as handle:

@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..catalog import call_cost
-from .._redact import scrub_free_text, scrub_text
+from .._redact import named_secrets, scrub_free_text, scrub_text
 from ..errors import (AgentHubError, ConfigError, EmptyResponseError, StreamProtocolError, UnsupportedParameterError,
                       UpstreamError)
 from ..output.parse import MAX_RETRIES as MAX_OUTPUT_RETRIES, assess, judge
@@ -1310,11 +1310,19 @@ class Run(object):
 
     @property
     def _credentials(self) -> List[str]:
-        """The client's credential values (what error texts are scrubbed of), read the first time one is."""
+        """The client's credential values and the run's (what error texts are scrubbed of: its config's
+        ``extra_headers`` values, the fields of its ``extra_body`` named like a credential, a ``session=``'s headers
+        and auth), read the first time one is."""
         values = self._credential_values
         if values is None:
             credentials = getattr(self._client, "credential_values", None)
-            values = self._credential_values = list(credentials()) if callable(credentials) else []
+            values = list(credentials()) if callable(credentials) else []
+            config = self._config if isinstance(self._config, _Mapping) else {}
+            secrets = getattr(self._client, "_secrets", None)  # (AutoLLMClient's: extra_headers, a session's)
+            if callable(secrets):
+                values.extend(secrets(None, config))
+            values.extend(named_secrets(config.get("extra_body")))
+            self._credential_values = values
         return values
 
     # -- what hooks read ----------------------------------------------------------------------------------------

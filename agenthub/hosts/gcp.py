@@ -20,6 +20,7 @@ module and without google-auth.
 
 import datetime
 import os
+import re
 import threading
 import time
 from typing import Any, Optional, Tuple
@@ -38,6 +39,9 @@ EXTRA = "pip install '.[vertex]' from agenthub's checkout"
 REFRESH_MARGIN = 300.0
 #: seconds allowed for one refresh of the token, all told (connecting, the answer, google-auth's own retries)
 TOKEN_TIMEOUT = 30.0
+#: a JWT (header.payload.signature, base64url): a service account's signed assertion, which a token endpoint that
+#: echoes the request it refused quotes in its error (a bearer credential for the token's lifetime: never shown)
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
 
 def _google_auth() -> Any:
@@ -207,10 +211,12 @@ def _refresh_failed(google_auth: Any, exc: Exception) -> None:
         raise TransportError("Vertex AI: cannot reach the Google token endpoint: {}".format(
             preview(str(exc), 300)), client="vertex") from exc
     if isinstance(exc, google_auth.exceptions.RefreshError):
+        # (its text quotes the endpoint's answer: an assertion echoed in it is scrubbed, and it is not chained)
         raise AuthenticationError(
-            "Vertex AI: the Google token endpoint refused the credentials: {}".format(preview(str(exc), 300)),
+            "Vertex AI: the Google token endpoint refused the credentials: {}".format(
+                preview(_JWT.sub("***", str(exc)), 300)),
             client="vertex", error_type="refresh_error",
-            retryable=bool(getattr(exc, "retryable", False))) from exc
+            retryable=bool(getattr(exc, "retryable", False))) from None
     if isinstance(exc, (TypeError, ValueError, KeyError, AttributeError, OverflowError)):
         # a 200 answer google-auth cannot read (not an object, an expiry that is not a number of seconds):
         # the message names the exception only, and it is not chained: its text may quote the answer

@@ -31,7 +31,7 @@ import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
-from .._redact import redact_url, shown_url
+from .._redact import redact_url, scrub_text, shown_url, url_secrets
 from ..errors import ConfigError
 from .base import SCHEMA_VERSION, Store, StoreError, let_go
 from .journal import check_entries, lost_lease
@@ -287,7 +287,7 @@ class RedisStore(Store):
             pass  # (the client's way loads it again)
         except self._response_error as exc:
             if self._transient(exc) is None:
-                raise self._refused(exc)
+                raise self._refused(exc) from None
             self._drop(connection)  # (the client's way retries it, up to ?wait=)
         except self._redis_errors:
             pass  # (redis-py closed the connection: it connects again on its next use)
@@ -386,7 +386,7 @@ class RedisStore(Store):
             except self._response_error as exc:
                 code = self._transient(exc)
                 if code is None:
-                    raise self._refused(exc)
+                    raise self._refused(exc) from None  # (redis-py's error holds the server's words unscrubbed)
                 if code == "READONLY":
                     self._reconnect()  # (a failover: the host's name may lead to the new primary now)
                 if time.monotonic() < deadline:
@@ -419,8 +419,9 @@ class RedisStore(Store):
             self._drop(connection)
 
     def _refused(self, exc: Any) -> StoreError:
-        """The StoreError of an error reply (a script's AGENTHUB_ error, or a key of another type)."""
-        text = str(exc)
+        """The StoreError of an error reply (a script's AGENTHUB_ error, or a key of another type); the URL's
+        password scrubbed from the server's words (a server that refuses AUTH as an unknown command echoes it)."""
+        text = scrub_text(str(exc), url_secrets(self._raw_url))
         if "AGENTHUB_CORRUPT" in text:
             detail = text.split("AGENTHUB_CORRUPT", 1)[1].split("script:", 1)[0].strip(" .")
             return StoreError("store {!r}: {}: refusing it".format(self._shown, detail[:200]))
