@@ -57,7 +57,12 @@ def tool_messages(server):
     return [[m for m in request["body"]["messages"] if m["role"] == "tool"][-1:] for request in server.requests[1:]]
 
 
-def test_a_repeat_of_a_timed_out_side_effect_does_not_run_while_it_may_still_complete():
+#: a repeat's arguments: as the first call's, or with the amount as a whole float (the same int reaches pay)
+AGAIN = ['{"amount": 30}', '{"amount": 30.0}']
+
+
+@pytest.mark.parametrize("again", AGAIN)
+def test_a_repeat_of_a_timed_out_side_effect_does_not_run_while_it_may_still_complete(again):
     runs = []
 
     class LetGo(object):
@@ -70,9 +75,9 @@ def test_a_repeat_of_a_timed_out_side_effect_does_not_run_while_it_may_still_com
 
     with SSEServer() as server:
         server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]),
-                           Answer([chat_calls([("c2", "pay", '{"amount": 30}'), ("c2b", "pay", '{"amount": 31}')])]),
-                           Answer([chat_calls([("c3", "pay", '{"amount": 30}')])]),
-                           Answer([chat_calls([("c4", "pay", '{"amount": 30}')])]),
+                           Answer([chat_calls([("c2", "pay", again), ("c2b", "pay", '{"amount": 31}')])]),
+                           Answer([chat_calls([("c3", "pay", again)])]),
+                           Answer([chat_calls([("c4", "pay", again)])]),
                            Answer([chat_text("Paid twice.")])]
         run = client_for(server).run([USER], tools=[pay], hooks=[LetGo()])
         runs.append(run)
@@ -119,11 +124,12 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_a_journaled_timed_out_side_effect_is_not_repeated_after_the_process_running_it_is_killed(store_url):
+@pytest.mark.parametrize("again", AGAIN)
+def test_a_journaled_timed_out_side_effect_is_not_repeated_after_the_process_running_it_is_killed(store_url, again):
     journal = store_url
     with SSEServer() as server:
         server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]),
-                           Answer([chat_calls([("c2", "pay", '{"amount": 30}')])]),
+                           Answer([chat_calls([("c2", "pay", again)])]),
                            Answer([chat_text("I could not tell whether it went through.")])]
         env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, PYTHONPATH=ROOT)
         assert killed_after(CHILD, [ROOT], env, 2) == ["pay 30\n", "after c1\n"]  # (its timeout result journaled)

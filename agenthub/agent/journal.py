@@ -41,6 +41,7 @@ import atexit
 import collections
 import hashlib
 import json
+import math
 import os
 import re
 import threading
@@ -416,6 +417,23 @@ def idempotency_key(run_id: str, turn: int, tool_call_id: str, edited: Optional[
 def arguments_digest(arguments: Any) -> str:
     return hashlib.sha256((_CANONICAL(arguments) if type(arguments) is dict else _canonical(arguments)).encode()
                           ).hexdigest()[:32]
+
+
+def _whole(value: Any) -> Any:
+    """``value`` with each finite whole float as the int it equals (``30.0`` as ``30``; bools stay)."""
+    if type(value) is float:
+        return int(value) if math.isfinite(value) and value.is_integer() else value
+    if type(value) is dict:
+        return {k: _whole(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_whole(v) for v in value]
+    return value
+
+
+def repeat_digest(arguments: Any) -> str:
+    """What tells whether a call repeats one that timed out (a tool that must not run twice): the digest of its
+    arguments with whole floats as ints, since ``30`` and ``30.0`` reach a tool as the same number."""
+    return arguments_digest(_whole(arguments))
 
 
 class _Renewer(object):
@@ -993,8 +1011,26 @@ class RunJournal(object):
         for key, entry in self.replay.results.items():
             started = self.replay.started.get(key)
             if entry.get("unsettled") is True and started is not None:
-                out.setdefault((str(started.get("name")), str(started.get("digest"))), []).append(key[1])
+                arguments = self._started_arguments(key, started)
+                digest = str(started.get("digest")) if arguments is None else repeat_digest(arguments)
+                out.setdefault((str(started.get("name")), digest), []).append(key[1])
         return out
+
+    def _started_arguments(self, key: Tuple[int, str], started: Mapping[str, Any]) -> Any:
+        """The arguments a journaled call started with (edited ones, else its turn's call's), when they match the
+        digest it started with; None when they cannot be found."""
+        arguments = started.get("arguments")
+        if arguments is None:
+            turn = self.turn(key[0])
+            message = turn.get("message") if isinstance(turn, Mapping) else None
+            items = message.get("content_items") if isinstance(message, Mapping) else None
+            for item in items if isinstance(items, list) else ():
+                if isinstance(item, Mapping) and item.get("type") == "tool_call" and item.get("tool_call_id") == key[1]:
+                    arguments = item.get("arguments")
+                    break
+        if arguments is None or started.get("digest") != arguments_digest(arguments):
+            return None
+        return arguments
 
     def interrupted_ids(self) -> List[str]:
         return [call_id for key, call_id in [(k, k[1]) for k in self.replay.started] if key not in self.replay.results]

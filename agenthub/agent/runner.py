@@ -2048,14 +2048,14 @@ class Run(object):
         """A call of a tool that must not run twice timed out and runs on (``ticket``): until the run learns how it
         ended, a call repeating it (the same tool and arguments) does not run (``_repeat_refused``).  Returns what
         the model is told besides the timeout."""
-        from .journal import arguments_digest
+        from .journal import repeat_digest
 
         if self._unsettled is None:
             self._unsettled = {}
         if type(self._timed_out) is not set:
             self._timed_out = set()
         # (each one: two calls of one turn with the same arguments may both have timed out)
-        self._unsettled.setdefault((call["name"], arguments_digest(shown)), []).append((call["tool_call_id"], ticket))
+        self._unsettled.setdefault((call["name"], repeat_digest(shown)), []).append((call["tool_call_id"], ticket))
         self._timed_out.add(call["tool_call_id"])  # (its result journaled so: a resume knows it is unsettled)
         return ("; {} is not safe to repeat (idempotent=False) and may still complete: do not call it again before "
                 "checking whether it took effect".format(call["name"]))
@@ -2065,12 +2065,17 @@ class Run(object):
         timed out (a tool that must not run twice): that call still runs, or it ended where this run cannot learn
         how (the process that ran it stopped), or it returned since (its late outcome, told once: the next such
         call runs).  None: it runs."""
-        from .journal import arguments_digest
+        from .journal import arguments_digest, repeat_digest
 
-        key = (name, arguments_digest(shown))
         unsettled = self._unsettled
-        held = unsettled.get(key) if unsettled else None
-        if unsettled is None or held is None:
+        if not unsettled:
+            return None
+        key = (name, repeat_digest(shown))  # (30 and 30.0 are one amount; a journal's call not found: as it started)
+        held = unsettled.get(key)
+        if held is None:
+            key = (name, arguments_digest(shown))
+            held = unsettled.get(key)
+        if held is None:
             return None
         head = "not run: call {} of {} with the same arguments timed out".format
         unknown = [call_id for call_id, ticket in held if ticket is None]
