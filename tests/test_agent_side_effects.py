@@ -210,6 +210,35 @@ def test_edited_arguments_run_as_they_were_when_approved():
     assert [c["arguments"] for c in result.messages[0]["content_items"]] == [{"tags": []}, {"tags": []}]
 
 
+class _EditsBefore(ToolHook):
+    def before_call(self, call):
+        call["arguments"]["amount"] = 99  # (in place: no decision; arguments change only by {"arguments": ...})
+
+
+def _edits_in_approve(call):
+    call["arguments"]["amount"] += 1
+    return True
+
+
+@pytest.mark.parametrize("hooks, approve", [([_EditsBefore()], None), ([], _edits_in_approve)])
+def test_what_before_call_or_approve_does_to_the_call_changes_neither_what_runs_nor_the_models_call(hooks, approve):
+    got = []
+
+    @tool(idempotent=False)
+    def pay(amount: int) -> str:
+        """Pay (not safe to repeat)."""
+        got.append(amount)
+        return "paid"
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[pay], hooks=hooks, approve=approve).result()
+        sent = server.requests[1]["body"]["messages"][1]["tool_calls"][0]["function"]
+    assert got == [30]
+    assert result.messages[0]["content_items"][0]["arguments"] == {"amount": 30}
+    assert sent == {"name": "pay", "arguments": '{"amount":30}'}
+
+
 def test_abort_while_approve_is_asked_asks_no_more():
     """abort() while approve() is asked for a turn's first call: none of the turn's calls runs, and approve (a
     person at a terminal, say) is asked about none of the others."""

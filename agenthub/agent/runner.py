@@ -1978,7 +1978,7 @@ class Run(object):
     def _decided(self, call: Mapping[str, Any]) -> Any:
         """The first decision a hook's before_call gives for ``call`` (None: none does)."""
         for method in self._methods["before_call"]:
-            decision = method(dict(call))
+            decision = method(_fresh(call))  # (a copy: what it does to it changes neither the call nor what runs)
             if decision is not None:
                 _check_decision(decision, "a hook's before_call answer for {}".format(call["tool_call_id"]),
                                 "None (no say), ")
@@ -2266,7 +2266,7 @@ class Run(object):
                     if self._approve is None:
                         decision = True
                     else:
-                        decision = self._approve(dict(call))  # type: ignore
+                        decision = self._approve(_fresh(call))  # type: ignore
                         _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
                 else:
                     decision = plan[2]
