@@ -124,11 +124,12 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("again", AGAIN)
-def test_a_journaled_timed_out_side_effect_is_not_repeated_after_the_process_running_it_is_killed(store_url, again):
+@pytest.mark.parametrize("first, again", [(AGAIN[0], AGAIN[0]), (AGAIN[0], AGAIN[1]), (AGAIN[1], AGAIN[0])])
+def test_a_journaled_timed_out_side_effect_is_not_repeated_after_the_process_running_it_is_killed(store_url, first,
+                                                                                                   again):
     journal = store_url
     with SSEServer() as server:
-        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]),
+        server.answers += [Answer([chat_calls([("c1", "pay", first)])]),
                            Answer([chat_calls([("c2", "pay", again)])]),
                            Answer([chat_text("I could not tell whether it went through.")])]
         env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, PYTHONPATH=ROOT)
