@@ -137,3 +137,63 @@ def test_a_pause_written_by_a_clock_ahead_holds_for_the_longest_pause_at_most(ki
         assert store.limiter_pauses("k") == {"": 600.0, "ep": 600.0}
     finally:
         store.close()
+
+
+class _WallClock(object):
+    """The SQLite store's ``time`` module with a wall clock the test sets (``now``)."""
+
+    def __init__(self, now):
+        import time
+
+        self.now = now
+        self.sleep, self.monotonic = time.sleep, time.monotonic
+
+    def time(self):
+        return self.now
+
+
+def test_a_pause_written_by_a_clock_a_day_ahead_ends_600_s_later_not_a_day_later(tmp_path, monkeypatch):
+    """Read as 600 s left, such a pause is also made to end then: kept a day ahead, it read 600 s left at every look
+    for a whole day (a limiter waiting it out slept 600 s and found it again, for as long as the clocks were apart)."""
+    import agenthub.stores.sqlite as sqlite_module
+
+    clock = _WallClock(1000000.0)
+    monkeypatch.setattr(sqlite_module, "time", clock)
+    store = open_store("sqlite:///" + str(tmp_path / "s.db"))
+    try:
+        clock.now += 86400  # a clock a day ahead writes the pauses
+        store.limiter_pause("k", 30.0)
+        store.limiter_pause("k", 30.0, "ep")
+        clock.now -= 86400  # ... and this one is a day behind it
+        assert store.limiter_pauses("k") == {"": 600.0, "ep": 600.0}
+        clock.now += 599.5
+        assert store.limiter_pauses("k") == {"": 0.5, "ep": 0.5}
+        clock.now += 0.5
+        assert store.limiter_pauses("k") == {}
+        assert store.limiter_reserve("k", None, None, 0) == 0.0
+    finally:
+        store.close()
+
+
+def test_a_redis_pause_written_by_a_clock_a_day_ahead_is_made_to_end_600_s_from_now():
+    """The same on a real Redis (a failover to a server whose clock is a day behind): the pause read as 600 s left is
+    rewritten to end 600 s from the server's TIME."""
+    from store_support import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    pytest.importorskip("redis")
+    with RedisServer() as server:
+        store = open_store(server.url)
+        try:
+            store.limiter_pause("k", 30.0)
+            store.limiter_pause("k", 30.0, "ep")
+            seconds, micros = store._client.time()
+            ahead = seconds + 86400
+            store._client.hset("agenthub:1:limiter:k", mapping={"p": ahead, "e:ep": ahead})
+            assert store.limiter_pauses("k") == {"": 600.0, "ep": 600.0}
+            row = store._client.hgetall("agenthub:1:limiter:k")
+            now = seconds + micros / 1e6
+            assert now + 600 <= float(row[b"p"]) <= now + 610 and float(row[b"e:ep"]) == float(row[b"p"])
+        finally:
+            store.close()
