@@ -174,26 +174,3 @@ def test_a_pause_written_by_a_clock_a_day_ahead_ends_600_s_later_not_a_day_later
     finally:
         store.close()
 
-
-def test_a_redis_pause_written_by_a_clock_a_day_ahead_is_made_to_end_600_s_from_now():
-    """The same on a real Redis (a failover to a server whose clock is a day behind): the pause read as 600 s left is
-    rewritten to end 600 s from the server's TIME."""
-    from store_support import REDIS_SERVER, RedisServer
-
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed")
-    pytest.importorskip("redis")
-    with RedisServer() as server:
-        store = open_store(server.url)
-        try:
-            store.limiter_pause("k", 30.0)
-            store.limiter_pause("k", 30.0, "ep")
-            seconds, micros = store._client.time()
-            ahead = seconds + 86400
-            store._client.hset("agenthub:1:limiter:k", mapping={"p": ahead, "e:ep": ahead})
-            assert store.limiter_pauses("k") == {"": 600.0, "ep": 600.0}
-            row = store._client.hgetall("agenthub:1:limiter:k")
-            now = seconds + micros / 1e6
-            assert now + 600 <= float(row[b"p"]) <= now + 610 and float(row[b"e:ep"]) == float(row[b"p"])
-        finally:
-            store.close()
