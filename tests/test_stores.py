@@ -390,6 +390,24 @@ def test_eight_processes_sharing_a_budget_never_spend_more_than_it(store_url, ma
 
 # -- a real redis-server ----------------------------------------------------------------------------------
 
+def test_a_redis_pause_written_by_a_clock_a_day_ahead_is_made_to_end_600_s_from_now(redis_server):
+    """A failover to a server whose clock is a day behind (test_stores_hostile has the SQLite case): the pause read as
+    600 s left is rewritten to end 600 s from the server's TIME, not kept a day ahead."""
+    store = open_store(redis_server.url)
+    try:
+        store.limiter_pause("k", 30.0)
+        store.limiter_pause("k", 30.0, "ep")
+        seconds, micros = store._client.time()
+        ahead = seconds + 86400
+        store._client.hset("agenthub:1:limiter:k", mapping={"p": ahead, "e:ep": ahead})
+        assert store.limiter_pauses("k") == {"": 600.0, "ep": 600.0}
+        row = store._client.hgetall("agenthub:1:limiter:k")
+        now = seconds + micros / 1e6
+        assert now + 600 <= float(row[b"p"]) <= now + 610 and float(row[b"e:ep"]) == float(row[b"p"])
+    finally:
+        store.close()
+
+
 def test_a_real_redis_runs_the_same_scripts_and_refuses_corrupt_rows(redis_server):
     import redis
 

@@ -137,3 +137,40 @@ def test_a_pause_written_by_a_clock_ahead_holds_for_the_longest_pause_at_most(ki
         assert store.limiter_pauses("k") == {"": 600.0, "ep": 600.0}
     finally:
         store.close()
+
+
+class _WallClock(object):
+    """The SQLite store's ``time`` module with a wall clock the test sets (``now``)."""
+
+    def __init__(self, now):
+        import time
+
+        self.now = now
+        self.sleep, self.monotonic = time.sleep, time.monotonic
+
+    def time(self):
+        return self.now
+
+
+def test_a_pause_written_by_a_clock_a_day_ahead_ends_600_s_later_not_a_day_later(tmp_path, monkeypatch):
+    """Read as 600 s left, such a pause is also made to end then: kept a day ahead, it read 600 s left at every look
+    for a whole day (a limiter waiting it out slept 600 s and found it again, for as long as the clocks were apart)."""
+    import agenthub.stores.sqlite as sqlite_module
+
+    clock = _WallClock(1000000.0)
+    monkeypatch.setattr(sqlite_module, "time", clock)
+    store = open_store("sqlite:///" + str(tmp_path / "s.db"))
+    try:
+        clock.now += 86400  # a clock a day ahead writes the pauses
+        store.limiter_pause("k", 30.0)
+        store.limiter_pause("k", 30.0, "ep")
+        clock.now -= 86400  # ... and this one is a day behind it
+        assert store.limiter_pauses("k") == {"": 600.0, "ep": 600.0}
+        clock.now += 599.5
+        assert store.limiter_pauses("k") == {"": 0.5, "ep": 0.5}
+        clock.now += 0.5
+        assert store.limiter_pauses("k") == {}
+        assert store.limiter_reserve("k", None, None, 0) == 0.0
+    finally:
+        store.close()
+

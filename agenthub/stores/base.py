@@ -225,6 +225,21 @@ def limiter_in_force(row: Dict[str, Any], now: float) -> Dict[str, float]:
     return out
 
 
+def limiter_bounded(row: Dict[str, Any], now: float) -> Optional[Dict[str, Any]]:
+    """The row with each pause ending at most ``MAX_HOLD`` from now, or None when none ends later (one that does
+    was written by a clock ahead of this one: kept so, it would be read as ``MAX_HOLD`` left at every look, and
+    hold the requests back for as long as the clocks are apart, not ``MAX_HOLD``)."""
+    latest = now + MAX_HOLD
+    pauses = _endpoint_pauses(row, now)
+    p = _number(row, "p", now, "limiter")
+    if p <= latest and all(end <= latest for end in pauses.values()):
+        return None
+    out = dict(row, p=min(p, latest))
+    if pauses:
+        out["e"] = {name: min(end, latest) for name, end in pauses.items()}
+    return out
+
+
 def limiter_new_slot(row: Dict[str, Any], now: float, rpm: float) -> Tuple[Dict[str, Any], float]:
     at = max(now, _number(row, "r", now, "limiter"))
     return dict(row, r=at + 60.0 / rpm), at - now
@@ -332,7 +347,13 @@ class StateStore(Store):
         return self._update("limiter", key, lambda row, now: limiter_hold_back(row, now, seconds, endpoint))
 
     def limiter_pauses(self, key: str) -> Dict[str, float]:
-        return self._update("limiter", key, lambda row, now: (row, limiter_in_force(row, now)), write=False)
+        def step(row: Dict[str, Any], now: float) -> Tuple[Dict[str, Any], Any]:
+            return row, (limiter_in_force(row, now), limiter_bounded(row, now) is not None)
+
+        pauses, skewed = self._update("limiter", key, step, write=False)
+        if skewed:  # (a pause from a clock ahead: brought within MAX_HOLD of now, so that it ends)
+            self._update("limiter", key, lambda row, now: (limiter_bounded(row, now) or row, None))
+        return pauses  # type: ignore[no-any-return]
 
     def limiter_reslot(self, key: str, rpm: float) -> float:
         return self._update("limiter", key, lambda row, now: limiter_new_slot(row, now, rpm))
