@@ -21,7 +21,7 @@ from ._jsondepth import loads as _json_loads
 
 __all__ = ["PUBLIC_HEADERS", "is_public_header", "secret_values", "redact_headers", "redact_url", "url_secrets",
            "scrub_text", "scrub_cut", "CUT_MARKER", "body_secrets", "redact_mcp_servers", "url_query_secrets",
-           "redact_url_query",
+           "redact_url_query", "query_values_hidden",
            "SECRET_ENV_NAME", "env_secrets", "scrub_free_text", "text_secrets", "shown_url",
            "request_url_secrets", "is_secret_name", "named_secrets", "redact_named"]
 
@@ -222,6 +222,19 @@ def redact_url_query(url: Any) -> Any:
     if "?" not in base:
         return url  # (a "?" in the fragment alone: no query)
     return base.partition("?")[0] + "?" + query + hash_sign + fragment
+
+
+#: a query parameter's ``name=`` and its value, in free text (a log line quoting a request's path)
+_QUERY_VALUE = re.compile(r"([?&][^=&?\s\"'#]*=)[^&\s\"'#]+")
+
+
+def query_values_hidden(text: str) -> str:
+    """``text`` (a log line quoting a URL or a request's path) with every query value as ``***``, as
+    ``redact_url_query`` shows a URL; ``text`` itself when it holds none."""
+    if "=" not in text:
+        return text
+    shown = _QUERY_VALUE.sub(r"\1***", text)
+    return text if shown == text else shown
 
 
 #: what may be a ``user:password@`` in a string that is not a well-formed URL (``https:/u:p@h``, ``htps://...``)

@@ -57,7 +57,7 @@ except ImportError:  # urllib3 1.x: a name that does not resolve is a NewConnect
     _NameResolutionError = None  # type: ignore[assignment,misc]
 
 from ._redact import redact_url, request_url_secrets, scrub_free_text, secret_values, shown_url, url_secrets
-from ._redact import body_secrets
+from ._redact import body_secrets, query_values_hidden
 from .answers import body_text, error_from_body as _default_error_from_body, is_html, page_text
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
 from .types import HttpRequest
@@ -82,19 +82,15 @@ Limits = Tuple[Optional[float], Optional[float]]
 # and a retry's or a redirect's URL: a gateway's ?key= or ?code= in a base URL would reach any log that takes
 # DEBUG.  Its records are shown with every query value as ***, as agenthub shows a URL (_redact.shown_url).
 
-_QUERY_VALUE = re.compile(r"([?&][^=&?\s\"'#]*=)[^&\s\"'#]+")
-
-
 class _QueryValuesHidden(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             text = record.getMessage()
         except Exception:  # noqa: BLE001 - a record that cannot be formatted is left to the handler
             return True
-        if "=" in text:
-            shown = _QUERY_VALUE.sub(r"\1***", text)
-            if shown != text:
-                record.msg, record.args = shown, ()
+        shown = query_values_hidden(text)
+        if shown is not text:
+            record.msg, record.args = shown, ()
         return True
 
 
